@@ -1,0 +1,269 @@
+package io.fencepost.testkit;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import io.fencepost.testkit.internal.FreePorts;
+import kafka.server.KafkaConfig;
+import kafka.server.KafkaRaftServer;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.metadata.storage.Formatter;
+import org.apache.kafka.server.common.MetadataVersion;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A real, single-node Apache Kafka broker running in this JVM in KRaft combined mode
+ * (broker and controller in one process), on free loopback ports.
+ *
+ * <p>The broker keeps its data in one directory. {@link #stop()} followed by {@link #start()}
+ * restarts it on the same directory and the same ports, so records and committed consumer
+ * offsets survive, exactly as they would on a real restart. {@link #close()} stops the broker and,
+ * when the directory was created by {@link #create()}, deletes it.
+ *
+ * <pre>{@code
+ * try (KafkaBroker broker = KafkaBroker.create().start()) {
+ *   broker.createTopic("payments", 4);
+ *   String bootstrap = broker.bootstrapServers();
+ * }
+ * }</pre>
+ *
+ * <p>{@link #main(String[])} runs a broker as its own process, for tests that crash the nodes of a
+ * pipeline independently of the broker.
+ */
+public final class KafkaBroker implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(KafkaBroker.class);
+  private static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+
+  private final Path dataDir;
+  private final boolean ownsDataDir;
+  private final int brokerPort;
+  private final int controllerPort;
+  private final Map<String, String> overrides;
+  private KafkaRaftServer server;
+
+  private KafkaBroker(Path dataDir, boolean ownsDataDir, int brokerPort, int controllerPort,
+      Map<String, String> overrides) {
+    this.dataDir = dataDir;
+    this.ownsDataDir = ownsDataDir;
+    this.brokerPort = brokerPort;
+    this.controllerPort = controllerPort;
+    this.overrides = Map.copyOf(overrides);
+  }
+
+  /** A broker in a fresh temporary directory (deleted on {@link #close()}), on free ports. */
+  public static KafkaBroker create() {
+    try {
+      return new KafkaBroker(Files.createTempDirectory("fencepost-kafka-"), true,
+          FreePorts.next(), FreePorts.next(), Map.of());
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create a temporary directory for the Kafka broker", e);
+    }
+  }
+
+  /**
+   * A broker on the given directory, which is kept on {@link #close()}. A directory that already
+   * holds a broker's data is reused (its records survive); an empty one is formatted.
+   *
+   * @param brokerPort the client port, or 0 for a free one
+   * @param overrides broker properties that replace the defaults (e.g. {@code log.retention.ms})
+   */
+  public static KafkaBroker create(Path dataDir, int brokerPort, Map<String, String> overrides) {
+    Objects.requireNonNull(dataDir, "dataDir");
+    return new KafkaBroker(dataDir, false, brokerPort == 0 ? FreePorts.next() : brokerPort,
+        FreePorts.next(), overrides);
+  }
+
+  /** Starts the broker (formatting its directory on first start) and waits until it serves requests. */
+  public synchronized KafkaBroker start() {
+    if (server != null) {
+      return this;
+    }
+    try {
+      Files.createDirectories(dataDir);
+      KafkaConfig config = new KafkaConfig(brokerProperties(), false);
+      if (!Files.exists(logDir().resolve("meta.properties"))) {
+        format();
+      }
+      KafkaRaftServer raft = new KafkaRaftServer(config, Time.SYSTEM);
+      raft.startup();
+      server = raft;
+      awaitReady();
+      log.info("Kafka broker ready at [{}] with data in [{}]", bootstrapServers(), dataDir);
+      return this;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot prepare Kafka data directory " + dataDir, e);
+    }
+  }
+
+  /** Stops the broker, keeping its data directory; {@link #start()} brings it back on the same ports. */
+  public synchronized void stop() {
+    if (server == null) {
+      return;
+    }
+    KafkaRaftServer raft = server;
+    server = null;
+    raft.shutdown();
+    raft.awaitShutdown();
+    log.info("Kafka broker at [{}] stopped", bootstrapServers());
+  }
+
+  /** Whether the broker is running. */
+  public synchronized boolean isRunning() {
+    return server != null;
+  }
+
+  /** The {@code bootstrap.servers} value for clients: {@code 127.0.0.1:<port>}. */
+  public String bootstrapServers() {
+    return "127.0.0.1:" + brokerPort;
+  }
+
+  /** The directory holding the broker's logs and metadata. */
+  public Path dataDirectory() {
+    return dataDir;
+  }
+
+  /** Creates a topic with {@code partitions} partitions (replication factor 1); an existing topic is kept. */
+  public void createTopic(String topic, int partitions) {
+    createTopic(topic, partitions, Map.of());
+  }
+
+  /** Creates a topic with the given partitions and topic configs; an existing topic is kept. */
+  public void createTopic(String topic, int partitions, Map<String, String> configs) {
+    try (Admin admin = admin()) {
+      admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs)))
+          .all().get(30, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      if (!(e.getCause() instanceof TopicExistsException)) {
+        throw new IllegalStateException("cannot create topic [" + topic + "]: " + e.getCause(), e.getCause());
+      }
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot create topic [" + topic + "]: " + e, e);
+    }
+  }
+
+  /** A new admin client on this broker; the caller closes it. */
+  public Admin admin() {
+    Properties props = new Properties();
+    props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+    return Admin.create(props);
+  }
+
+  /** Stops the broker; deletes its directory when {@link #create()} made it. */
+  @Override
+  public void close() {
+    stop();
+    if (ownsDataDir) {
+      Directories.deleteRecursively(dataDir);
+    }
+  }
+
+  private Path logDir() {
+    return dataDir.resolve("kraft-combined-logs");
+  }
+
+  private Properties brokerProperties() {
+    Properties p = new Properties();
+    p.put("process.roles", "broker,controller");
+    p.put("node.id", "1");
+    p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
+    p.put("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",CONTROLLER://127.0.0.1:" + controllerPort);
+    p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort);
+    p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+    p.put("controller.listener.names", "CONTROLLER");
+    p.put("inter.broker.listener.name", "PLAINTEXT");
+    p.put("log.dirs", logDir().toString());
+    p.put("offsets.topic.replication.factor", "1");
+    p.put("offsets.topic.num.partitions", "4");
+    p.put("transaction.state.log.replication.factor", "1");
+    p.put("transaction.state.log.min.isr", "1");
+    p.put("transaction.state.log.num.partitions", "4");
+    p.put("group.initial.rebalance.delay.ms", "0");
+    p.put("num.partitions", "1");
+    p.put("auto.create.topics.enable", "false");
+    p.put("log.flush.interval.messages", Long.toString(Long.MAX_VALUE));
+    p.put("num.network.threads", "2");
+    p.put("num.io.threads", "4");
+    p.put("log.cleaner.dedupe.buffer.size", Integer.toString(2 * 1024 * 1024));
+    p.put("shutdown.delay.ms", "0");
+    p.putAll(overrides);
+    return p;
+  }
+
+  private void format() {
+    try {
+      new Formatter()
+          .setPrintStream(new java.io.PrintStream(java.io.OutputStream.nullOutputStream()))
+          .setClusterId(Uuid.randomUuid().toString())
+          .setNodeId(1)
+          .setControllerListenerName("CONTROLLER")
+          .setMetadataLogDirectory(logDir().toString())
+          .setDirectories(Set.of(logDir().toString()))
+          .setReleaseVersion(MetadataVersion.LATEST_PRODUCTION)
+          .run();
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot format the KRaft log directory " + logDir() + ": " + e, e);
+    }
+  }
+
+  private void awaitReady() {
+    long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
+    Exception last = null;
+    while (System.nanoTime() < deadline) {
+      try (Admin admin = admin()) {
+        if (!admin.describeCluster().nodes().get(5, TimeUnit.SECONDS).isEmpty()) {
+          return;
+        }
+      } catch (Exception e) {
+        last = e;
+      }
+      sleep(100);
+    }
+    throw new IllegalStateException("Kafka broker at " + bootstrapServers() + " did not become ready within "
+        + READY_TIMEOUT.toSeconds() + " s", last);
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for the Kafka broker", e);
+    }
+  }
+
+  /**
+   * Runs a broker as its own process until it is killed or its standard input closes.
+   *
+   * <p>Arguments: {@code --dir <path>} (data directory, default a new temporary one),
+   * {@code --port <n>} (client port, default free), {@code --topic <name>:<partitions>} (repeatable).
+   * Prints {@code BOOTSTRAP=<host:port>} on standard output once ready, for a parent process to read.
+   */
+  public static void main(String[] args) throws Exception {
+    BrokerMain.run(args);
+  }
+
+  /** A helper for random names; topics and groups in tests should be fresh per test. */
+  public static String uniqueName(String prefix) {
+    return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+}

@@ -1,0 +1,141 @@
+package io.fencepost.testkit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.jdbc.JournalDatabase;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Tag("integration")
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class PostgresIT {
+
+  private static final int EVENTS = 1_000;
+  private static JournalDatabase postgres;
+
+  @BeforeAll
+  static void createDatabase() {
+    postgres = Postgres.shared().createDatabase("postgres_it");
+    postgres.installSchema();
+  }
+
+  @AfterAll
+  static void dropDatabase() {
+    postgres.dropSchema();
+    Postgres.shared().dropDatabase(postgres);
+  }
+
+  @Test
+  void eventSourcedBehaviorPersistsAndRecoversOnPostgres() {
+    persistThenRecover(postgres);
+  }
+
+  @Test
+  void eventSourcedBehaviorPersistsAndRecoversOnH2() {
+    persistThenRecover(H2.inMemory());
+  }
+
+  @Test
+  void schemaInstallIsRefusedTwiceButIfMissingIsIdempotent() {
+    JournalDatabase db = Postgres.shared().createDatabase("schema_twice");
+    try {
+      db.installSchemaIfMissing();
+      db.installSchemaIfMissing();
+      IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+          db::installSchema);
+      org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("cannot install the journal schema"),
+          e.getMessage());
+    } finally {
+      Postgres.shared().dropDatabase(db);
+    }
+  }
+
+  private static void persistThenRecover(JournalDatabase db) {
+    Config config = db.pekkoConfig().withFallback(ConfigFactory.load());
+    String id = "sum-" + System.nanoTime();
+
+    ActorTestKit first = ActorTestKit.create("writer", config);
+    try {
+      TestProbe<Long> probe = first.createTestProbe();
+      ActorRef<Object> sum = first.spawn(Sum.create(id));
+      for (long i = 1; i <= EVENTS; i++) {
+        sum.tell(new Add(i, probe.ref()));
+      }
+      probe.receiveSeveralMessages(EVENTS, Duration.ofSeconds(60));
+    } finally {
+      first.shutdownTestKit();
+    }
+
+    ActorTestKit second = ActorTestKit.create("reader", config);
+    try {
+      TestProbe<Long> probe = second.createTestProbe();
+      ActorRef<Object> sum = second.spawn(Sum.create(id));
+      sum.tell(new Get(probe.ref()));
+      long expected = (long) EVENTS * (EVENTS + 1) / 2;
+      assertEquals(expected, probe.receiveMessage(Duration.ofSeconds(30)));
+      assertEquals(EVENTS, Sum.eventsReplayed.get(id));
+    } finally {
+      second.shutdownTestKit();
+    }
+  }
+
+  record Add(long value, ActorRef<Long> replyTo) {
+  }
+
+  record Get(ActorRef<Long> replyTo) {
+  }
+
+  /** Sums Long events; counts how many events each recovery replayed. */
+  static final class Sum extends EventSourcedBehavior<Object, Long, Long> {
+    static final java.util.concurrent.ConcurrentHashMap<String, Integer> eventsReplayed =
+        new java.util.concurrent.ConcurrentHashMap<>();
+    private final String id;
+
+    private Sum(String id) {
+      super(PersistenceId.ofUniqueId(id));
+      this.id = id;
+    }
+
+    static Behavior<Object> create(String id) {
+      eventsReplayed.put(id, 0);
+      return new Sum(id);
+    }
+
+    @Override
+    public Long emptyState() {
+      return 0L;
+    }
+
+    @Override
+    public CommandHandler<Object, Long, Long> commandHandler() {
+      return newCommandHandlerBuilder().forAnyState()
+          .onCommand(Add.class, (state, add) -> Effect().persist(add.value()).thenReply(add.replyTo(), s -> s))
+          .onCommand(Get.class, (state, get) -> Effect().reply(get.replyTo(), state))
+          .build();
+    }
+
+    @Override
+    public EventHandler<Long, Long> eventHandler() {
+      return newEventHandlerBuilder().forAnyState().onAnyEvent((state, event) -> {
+        eventsReplayed.merge(id, 1, Integer::sum);
+        return state + event;
+      });
+    }
+  }
+}
