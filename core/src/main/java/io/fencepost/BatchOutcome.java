@@ -1,0 +1,34 @@
+package io.fencepost;
+
+import java.util.Objects;
+
+import io.fencepost.errors.FencepostException;
+
+/** The reply to {@link PartitionCommand.ApplyBatch}. */
+public sealed interface BatchOutcome permits BatchOutcome.Applied, BatchOutcome.Rejected {
+
+  /** The partition the batch was for. */
+  PartitionId partition();
+
+  /**
+   * The batch is done and durable: {@code applied} records ran their handler, the others were
+   * dropped as redeliveries (offset below the stored next offset) or by business key.
+   *
+   * @param nextOffset the partition's stored next offset after the batch
+   * @param written whether this batch made a journal write (false when it was all redeliveries)
+   */
+  record Applied(PartitionId partition, long nextOffset, int applied, int droppedRedelivery, int droppedByKey,
+      boolean written) implements BatchOutcome {
+  }
+
+  /**
+   * Nothing of the batch was applied. {@link FencepostException#isRetriable()} says whether to
+   * resend it: after a {@link io.fencepost.errors.PartitionFencedException} resend from the stored
+   * next offset; after a journal failure, resend after a backoff.
+   */
+  record Rejected(PartitionId partition, FencepostException error) implements BatchOutcome {
+    public Rejected {
+      Objects.requireNonNull(error, "error");
+    }
+  }
+}

@@ -1,0 +1,147 @@
+package io.fencepost;
+
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.slf4j.Logger;
+
+/**
+ * The owner of one partition: extend it to apply each record's effects exactly once.
+ *
+ * <p>For every batch of records of its partition the framework drops records whose offset is below
+ * the partition's stored next offset (redeliveries) and records whose business key is in the key
+ * window (producer-side re-sends), calls {@link #onRecord} for the rest in offset order, and writes
+ * the returned events <em>together with the new next offset and the new keys</em> in one journal
+ * write. The stored offset is a fencing token: a stale incarnation of the same partition cannot
+ * write after the current one, because the journal's unique key rejects it.
+ *
+ * <pre>{@code
+ * public final class LedgerActor extends PartitionActor<Payment, Ledger, Credited> {
+ *   public LedgerActor(PartitionContext context) { super(context); }
+ *   @Override protected Ledger emptyState() { return Ledger.EMPTY; }
+ *   @Override protected Effects<Credited> onRecord(Ledger ledger, Inbound<Payment> in) {
+ *     return Effects.persist(new Credited(in.value().merchantId(), in.value().cents(), in.value().paymentId()));
+ *   }
+ *   @Override protected Ledger applyEvent(Ledger ledger, Credited e) { return ledger.credit(e); }
+ *   @Override protected Optional<String> businessKey(Inbound<Payment> in) { return Optional.of(in.value().paymentId()); }
+ * }
+ * }</pre>
+ *
+ * <p>Events and state must be serializable by Pekko (implement {@link JacksonSerializable} or bind a
+ * serializer); state should be immutable: {@link #applyEvent} returns a new state.
+ *
+ * @param <V> the record value type
+ * @param <S> the partition's state
+ * @param <E> the event type
+ */
+public abstract class PartitionActor<V, S, E> {
+
+  private final PartitionContext context;
+
+  /** Identity comes in the constructor: pass the framework's context on. */
+  protected PartitionActor(PartitionContext context) {
+    this.context = Objects.requireNonNull(context, "context");
+  }
+
+  /**
+   * The state of a partition that has applied nothing. Called when the actor starts, before
+   * recovery; must be cheap and side-effect free.
+   */
+  protected abstract S emptyState();
+
+  /**
+   * Decides the effects of one new record (never a redelivery, never a key duplicate). Called in the
+   * actor, in offset order, with the state including the events of earlier records of the same
+   * batch. Never called during recovery.
+   *
+   * <p>In {@code exactly-once} mode it must not perform external side effects: a batch whose write
+   * fails is handed to it again. In {@code at-least-once} mode external calls belong here, made with
+   * {@link #idempotencyKey}. A {@link io.fencepost.errors.RetriableException} rejects the batch for
+   * a retry; any other exception rejects it as fatal; nothing of the batch is written either way.
+   */
+  protected abstract Effects<E> onRecord(S state, Inbound<V> record);
+
+  /**
+   * Applies one event to the state and returns the new state. Runs for every event when it is
+   * written <em>and again during every recovery</em>: it must be deterministic and free of side
+   * effects (no I/O, no clock, no randomness).
+   */
+  protected abstract S applyEvent(S state, E event);
+
+  /**
+   * The record's business key: a producer-assigned identity that is the same on every copy of the
+   * same logical message. Records whose key was applied within the key window are dropped. The
+   * default reads the header named by {@code fencepost.partition-actor.key-window.header}. Called
+   * in the actor for each record at or above the stored offset; not called during recovery.
+   */
+  protected Optional<String> businessKey(Inbound<V> record) {
+    String header = context.settings().keyHeader();
+    return header.isEmpty() ? Optional.empty() : record.header(header);
+  }
+
+  /**
+   * Called once recovery has finished, with the recovered state and next offset (-1 when the
+   * partition never applied a record). The default does nothing. Must not block.
+   */
+  protected void onRecovered(S state, long nextOffset) {
+  }
+
+  /** This actor's partition, settings, system and logger. */
+  protected final PartitionContext context() {
+    return context;
+  }
+
+  /** The actor's logger. */
+  protected final Logger log() {
+    return context.log();
+  }
+
+  /**
+   * A stable idempotency key for external calls made for this record: its business key when it has
+   * one, else {@code group-topic-partition-offset}. Identical on every redelivery of the record.
+   */
+  protected final String idempotencyKey(Inbound<V> record) {
+    return businessKey(record).orElseGet(record::positionKey);
+  }
+
+  /**
+   * The behavior of one partition's actor, for Cluster Sharding or a plain spawn.
+   *
+   * @param factory makes the user's actor from its context, e.g. {@code LedgerActor::new}
+   */
+  public static <V, S, E> Behavior<PartitionCommand> behavior(PartitionId partition, PartitionActorSettings settings,
+      Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory) {
+    Objects.requireNonNull(partition, "partition");
+    Objects.requireNonNull(settings, "settings");
+    Objects.requireNonNull(factory, "factory");
+    return Behaviors.setup(ctx -> {
+      PartitionContext pc = new PartitionContext(partition, settings, ctx.getSystem(), ctx.getLog());
+      PartitionActor<V, S, E> actor = Objects.requireNonNull(factory.apply(pc), "factory returned null");
+      return new PartitionBehavior<>(ctx, pc, actor);
+    });
+  }
+
+  // Bridges for PartitionBehavior (same package): the hooks stay protected for users.
+  final S callEmptyState() {
+    return emptyState();
+  }
+
+  final Effects<E> callOnRecord(S state, Inbound<V> record) {
+    return onRecord(state, record);
+  }
+
+  final S callApplyEvent(S state, E event) {
+    return applyEvent(state, event);
+  }
+
+  final Optional<String> callBusinessKey(Inbound<V> record) {
+    return businessKey(record);
+  }
+
+  final void callOnRecovered(S state, long nextOffset) {
+    onRecovered(state, nextOffset);
+  }
+}

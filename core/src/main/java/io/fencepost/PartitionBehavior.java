@@ -1,0 +1,415 @@
+package io.fencepost;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.UUID;
+
+import io.fencepost.errors.FatalException;
+import io.fencepost.errors.FencepostException;
+import io.fencepost.errors.PartitionFencedException;
+import io.fencepost.errors.RetriableException;
+import io.fencepost.internal.BatchEvent;
+import io.fencepost.internal.KeyDigest;
+import io.fencepost.internal.KeyWindow;
+import io.fencepost.internal.PartitionMetrics;
+import io.fencepost.internal.PartitionState;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.RecoveryCompleted;
+import org.apache.pekko.persistence.typed.RecoveryFailed;
+import org.apache.pekko.persistence.typed.SnapshotAdapter;
+import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
+import org.apache.pekko.persistence.typed.javadsl.Effect;
+import org.apache.pekko.persistence.typed.javadsl.EventHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
+import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
+import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
+import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
+
+/**
+ * The event-sourced behavior behind every {@link PartitionActor}: one {@link BatchEvent} per batch,
+ * holding the user's events, the next offset and the new keys.
+ *
+ * <p>Fencing: each write takes the next sequence number after the state this incarnation recovered,
+ * and the journal's unique (persistence id, sequence number) key lets only one incarnation commit
+ * it. A failed write restarts this behavior with backoff (same object, so the in-flight batch is
+ * remembered) and recovers; the recovered journal then tells what happened: our own event is there
+ * (the write committed after all: success), another incarnation's event is there (fenced: nothing
+ * applied, stop), or nothing new (journal failure: reject as retriable).
+ */
+final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCommand, BatchEvent, PartitionState<S>> {
+
+  private static final Comparator<Inbound<?>> BY_OFFSET = Comparator.comparingLong(Inbound::offset);
+
+  private final ActorContext<PartitionCommand> ctx;
+  private final PartitionContext pc;
+  private final PartitionActor<V, S, E> actor;
+  private final PartitionActorSettings settings;
+  private final PartitionId partition;
+  private final String incarnation = UUID.randomUUID().toString();
+  private final KeyDigest digest = new KeyDigest();
+  private final long[] digestOut = new long[2];
+  private final PartitionMetrics metrics;
+
+  // The batch whose write is in flight (or failed and awaits the recovery verdict).
+  private BatchEvent pendingEvent;
+  private S pendingUserState;
+  private BatchOutcome.Applied pendingOutcome;
+  private org.apache.pekko.actor.typed.ActorRef<BatchOutcome> pendingReplyTo;
+  private long pendingBatchesBefore;
+  private long pendingStartNanos;
+
+  private long droppedRedelivery;
+  private boolean statementLogged;
+
+  PartitionBehavior(ActorContext<PartitionCommand> ctx, PartitionContext pc, PartitionActor<V, S, E> actor) {
+    super(PersistenceId.ofUniqueId(pc.partition().persistenceId()),
+        SupervisorStrategy.restartWithBackoff(pc.settings().backoffMin(), pc.settings().backoffMax(),
+            pc.settings().backoffRandomFactor()));
+    this.ctx = ctx;
+    this.pc = pc;
+    this.actor = actor;
+    this.settings = pc.settings();
+    this.partition = pc.partition();
+    this.metrics = new PartitionMetrics(partition.group(), partition.topic(), partition.partition());
+  }
+
+  @Override
+  public PartitionState<S> emptyState() {
+    return PartitionState.empty(actor.callEmptyState(), newWindow());
+  }
+
+  private KeyWindow newWindow() {
+    return settings.keyWindowEnabled()
+        ? new KeyWindow(settings.keyWindowMaxKeys(), settings.keyWindowMaxAge().toMillis())
+        : null;
+  }
+
+  @Override
+  public String journalPluginId() {
+    return settings.journalPluginId();
+  }
+
+  @Override
+  public String snapshotPluginId() {
+    return settings.snapshotPluginId();
+  }
+
+  @Override
+  public RetentionCriteria retentionCriteria() {
+    // Snapshots only. Events are never deleted: deletion frees sequence numbers, and a stale
+    // incarnation could then commit into the freed range (see docs/guarantees.md).
+    return RetentionCriteria.snapshotEvery(settings.snapshotEvery(), settings.keepSnapshots());
+  }
+
+  @Override
+  public SnapshotAdapter<PartitionState<S>> snapshotAdapter() {
+    return new SnapshotAdapter<>() {
+      @Override
+      public Object toJournal(PartitionState<S> state) {
+        // Runs on the actor's thread; the copy is what the snapshot store serializes later.
+        return state.copyForSnapshot();
+      }
+
+      @Override
+      @SuppressWarnings("unchecked")
+      public PartitionState<S> fromJournal(Object from) {
+        PartitionState<S> stored = (PartitionState<S>) from;
+        // Re-apply the current window bounds: settings may have changed since the snapshot.
+        KeyWindow window = newWindow();
+        if (window != null && stored.window() != null) {
+          stored.window().forEach(window::add);
+        }
+        return new PartitionState<>(stored.user(), stored.nextOffset(), window, stored.lastIncarnation(),
+            stored.appliedRecords(), stored.droppedByKey(), stored.batches(), stored.lastWriteMillis());
+      }
+    };
+  }
+
+  @Override
+  public SignalHandler<PartitionState<S>> signalHandler() {
+    return newSignalHandlerBuilder()
+        .onSignal(RecoveryCompleted.instance(), this::onRecoveryCompleted)
+        .onSignal(RecoveryFailed.class, (state, failed) ->
+            ctx.getLog().warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(),
+                failed.getFailure().toString()))
+        .build();
+  }
+
+  private void onRecoveryCompleted(PartitionState<S> state) {
+    if (!statementLogged) {
+      statementLogged = true;
+      if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE) {
+        ctx.getLog().warn("[{}] runs AT-MOST-ONCE: a crash between the offset write and the effects loses "
+            + "that batch's effects", partition.shortName());
+      }
+    }
+    if (pendingReplyTo != null) {
+      resolvePending(state);
+    } else {
+      clearPending();
+    }
+    actor.callOnRecovered(state.user(), state.nextOffset());
+  }
+
+  /** After a failed write and a fresh recovery: decide what became of the in-flight batch. */
+  private void resolvePending(PartitionState<S> state) {
+    org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo = pendingReplyTo;
+    BatchEvent event = pendingEvent;
+    BatchOutcome.Applied outcome = pendingOutcome;
+    long before = pendingBatchesBefore;
+    clearPending();
+    if (state.batches() > before && incarnation.equals(state.lastIncarnation())
+        && state.nextOffset() >= event.nextOffset() && state.batches() == before + 1) {
+      // The write committed although the journal reported a failure (e.g. a timeout).
+      replyTo.tell(outcome);
+      return;
+    }
+    if (state.batches() > before) {
+      metrics.fenced();
+      PartitionFencedException fenced =
+          new PartitionFencedException(partition.entityId(), event.fromOffset(), state.nextOffset());
+      ctx.getLog().warn("[{}] {}", partition.shortName(), fenced.getMessage());
+      replyTo.tell(new BatchOutcome.Rejected(partition, fenced));
+      ctx.getSelf().tell(new PartitionCommand.Stop());
+      return;
+    }
+    replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
+        + "] journal write of offsets [" + event.fromOffset() + ".." + (event.nextOffset() - 1)
+        + "] failed and nothing was applied; resend the batch (the actor recovered and is ready)")));
+  }
+
+  private void clearPending() {
+    pendingEvent = null;
+    pendingUserState = null;
+    pendingOutcome = null;
+    pendingReplyTo = null;
+  }
+
+  @Override
+  public CommandHandler<PartitionCommand, BatchEvent, PartitionState<S>> commandHandler() {
+    return newCommandHandlerBuilder().forAnyState()
+        .onCommand(PartitionCommand.ApplyBatch.class, this::onApplyBatch)
+        .onCommand(PartitionCommand.GetStatus.class, (state, cmd) -> {
+          cmd.replyTo().tell(status(state));
+          return Effect().none();
+        })
+        .onCommand(PartitionCommand.Stop.class, (state, cmd) -> Effect().stop())
+        .onCommand(PartitionCommand.RunAccepted.class, this::onRunAccepted)
+        .build();
+  }
+
+  private PartitionStatus status(PartitionState<S> state) {
+    return new PartitionStatus(partition,
+        state.nextOffset() == PartitionState.NO_OFFSET ? OptionalLong.empty() : OptionalLong.of(state.nextOffset()),
+        state.appliedRecords(), state.droppedByKey(), droppedRedelivery,
+        state.window() == null ? 0 : state.window().size(), incarnation);
+  }
+
+  @Override
+  public EventHandler<PartitionState<S>, BatchEvent> eventHandler() {
+    return newEventHandlerBuilder().forAnyState().onAnyEvent(this::applyBatch);
+  }
+
+  @SuppressWarnings("unchecked")
+  private PartitionState<S> applyBatch(PartitionState<S> state, BatchEvent event) {
+    S user;
+    if (event == pendingEvent) {
+      // Live write: the command handler already folded these events into a new state.
+      user = pendingUserState;
+    } else {
+      user = state.user();
+      for (Object e : event.events()) {
+        user = actor.callApplyEvent(user, (E) e);
+      }
+    }
+    return state.apply(event, user);
+  }
+
+  /** The records of a batch after dropping redeliveries and key duplicates. */
+  private final class Selection {
+    final List<Inbound<V>> fresh = new ArrayList<>();
+    final List<Long> freshDigests = new ArrayList<>();
+    long nextOffset;
+    int droppedRedelivery;
+    int droppedByKey;
+  }
+
+  @SuppressWarnings("unchecked")
+  private Selection select(PartitionState<S> state, List<Inbound<?>> records) {
+    List<Inbound<?>> sorted = new ArrayList<>(records);
+    sorted.sort(BY_OFFSET);
+    Selection sel = new Selection();
+    sel.nextOffset = state.nextOffset();
+    Set<Digest> batchKeys = new HashSet<>();
+    KeyWindow window = state.window();
+    for (Inbound<?> raw : sorted) {
+      if (!raw.partition().equals(partition)) {
+        throw new FatalException("[" + partition.entityId() + "] received a record of another partition ["
+            + raw.partition().entityId() + "] at offset [" + raw.offset() + "]; the pipeline routes wrongly");
+      }
+      Inbound<V> record = (Inbound<V>) raw;
+      if (sel.nextOffset != PartitionState.NO_OFFSET && record.offset() < sel.nextOffset) {
+        sel.droppedRedelivery++;
+        continue;
+      }
+      Optional<String> key = window == null ? Optional.empty() : actor.callBusinessKey(record);
+      if (key.isPresent()) {
+        digest.digest(key.get(), digestOut);
+        Digest d = new Digest(digestOut[0], digestOut[1]);
+        if (window.contains(d.hi, d.lo) || !batchKeys.add(d)) {
+          sel.droppedByKey++;
+          sel.nextOffset = record.offset() + 1;
+          ctx.getLog().debug("[{}] offset [{}] dropped: business key [{}] already applied", partition.shortName(),
+              record.offset(), key.get());
+          continue;
+        }
+        sel.freshDigests.add(d.hi);
+        sel.freshDigests.add(d.lo);
+      }
+      sel.fresh.add(record);
+      sel.nextOffset = record.offset() + 1;
+    }
+    return sel;
+  }
+
+  private record Digest(long hi, long lo) {
+  }
+
+  private ReplyEffect<BatchEvent, PartitionState<S>> onApplyBatch(PartitionState<S> state,
+      PartitionCommand.ApplyBatch cmd) {
+    Selection sel;
+    try {
+      sel = select(state, cmd.records());
+    } catch (FencepostException e) {
+      return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, e));
+    }
+    droppedRedelivery += sel.droppedRedelivery;
+    metrics.dropped(sel.droppedRedelivery, sel.droppedByKey);
+    if (sel.nextOffset == state.nextOffset()) {
+      // Every record was a redelivery: acknowledged without a write.
+      return Effect().reply(cmd.replyTo(), new BatchOutcome.Applied(partition, state.nextOffset(), 0,
+          sel.droppedRedelivery, sel.droppedByKey, false));
+    }
+    if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE) {
+      return acceptAtMostOnce(state, cmd, sel);
+    }
+    S user = state.user();
+    List<Object> events = new ArrayList<>();
+    for (Inbound<V> record : sel.fresh) {
+      Effects<E> effects;
+      try {
+        effects = actor.callOnRecord(user, record);
+      } catch (RuntimeException e) {
+        return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, handlerFailure(record, e)));
+      }
+      for (E event : effects.events()) {
+        user = actor.callApplyEvent(user, event);
+        events.add(event);
+      }
+    }
+    BatchEvent event = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), events,
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey);
+    BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
+        sel.droppedRedelivery, sel.droppedByKey, true);
+    return persist(state, event, user, outcome, cmd.replyTo());
+  }
+
+  private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
+      PartitionCommand.ApplyBatch cmd, Selection sel) {
+    BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey);
+    BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
+        sel.droppedRedelivery, sel.droppedByKey, true);
+    List<Inbound<?>> accepted = List.copyOf(sel.fresh);
+    pendingEvent = accept;
+    pendingUserState = state.user();
+    pendingOutcome = outcome;
+    pendingReplyTo = cmd.replyTo();
+    pendingBatchesBefore = state.batches();
+    pendingStartNanos = System.nanoTime();
+    return Effect().persist(accept)
+        .thenRun(s -> {
+          written(outcome);
+          // Second step: effects after the offset is durable. A crash before it completes loses them.
+          ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
+        })
+        .thenReply(cmd.replyTo(), s -> outcome);
+  }
+
+  @SuppressWarnings("unchecked")
+  private Effect<BatchEvent, PartitionState<S>> onRunAccepted(PartitionState<S> state,
+      PartitionCommand.RunAccepted cmd) {
+    S user = state.user();
+    List<Object> events = new ArrayList<>();
+    for (Inbound<?> raw : cmd.records()) {
+      Inbound<V> record = (Inbound<V>) raw;
+      try {
+        for (E event : actor.callOnRecord(user, record).events()) {
+          user = actor.callApplyEvent(user, event);
+          events.add(event);
+        }
+      } catch (RuntimeException e) {
+        ctx.getLog().warn("[{}] offset [{}] LOST (at-most-once, never retried): handler failed: {}",
+            partition.shortName(), record.offset(), e.toString());
+      }
+    }
+    if (events.isEmpty()) {
+      return Effect().none();
+    }
+    BatchEvent effects = new BatchEvent(incarnation, state.nextOffset(), state.nextOffset(), clock(state), events,
+        new long[0], 0, 0);
+    pendingEvent = effects;
+    pendingUserState = user;
+    return Effect().persist(effects).thenRun(s -> {
+      pendingEvent = null;
+      pendingUserState = null;
+    });
+  }
+
+  private ReplyEffect<BatchEvent, PartitionState<S>> persist(PartitionState<S> state, BatchEvent event, S user,
+      BatchOutcome.Applied outcome, org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo) {
+    pendingEvent = event;
+    pendingUserState = user;
+    pendingOutcome = outcome;
+    pendingReplyTo = replyTo;
+    pendingBatchesBefore = state.batches();
+    pendingStartNanos = System.nanoTime();
+    return Effect().persist(event)
+        .thenRun(s -> written(outcome))
+        .thenReply(replyTo, s -> outcome);
+  }
+
+  private void written(BatchOutcome.Applied outcome) {
+    metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
+    clearPending();
+  }
+
+  private FencepostException handlerFailure(Inbound<V> record, RuntimeException e) {
+    String message = "[" + partition.entityId() + "] handler failed at offset [" + record.offset() + "]"
+        + record.key().map(k -> " key [" + k + "]").orElse("") + ": " + e + "; nothing of the batch was applied";
+    if (e instanceof FencepostException fe && fe.isRetriable()) {
+      return new RetriableException(message, e);
+    }
+    return new FatalException(message, e);
+  }
+
+  /** Monotonic per partition, so the key window's clock never runs backwards across nodes. */
+  private static long clock(PartitionState<?> state) {
+    return Math.max(System.currentTimeMillis(), state.lastWriteMillis());
+  }
+
+  private static long[] toArray(List<Long> values) {
+    long[] out = new long[values.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = values.get(i);
+    }
+    return out;
+  }
+}

@@ -1,0 +1,41 @@
+package io.fencepost;
+
+import java.util.List;
+import java.util.Objects;
+
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * The messages a partition actor accepts. A pipeline sends {@link ApplyBatch} and waits for the
+ * {@link BatchOutcome} before sending the next batch of the same partition.
+ */
+public sealed interface PartitionCommand
+    permits PartitionCommand.ApplyBatch, PartitionCommand.GetStatus, PartitionCommand.Stop,
+    PartitionCommand.RunAccepted {
+
+  /**
+   * Apply a batch of records of this partition, in offset order. The reply comes after the journal
+   * write is durable (or at once, without a write, when every record is a redelivery).
+   */
+  record ApplyBatch(List<Inbound<?>> records, ActorRef<BatchOutcome> replyTo) implements PartitionCommand {
+    public ApplyBatch {
+      records = List.copyOf(records);
+      Objects.requireNonNull(replyTo, "replyTo");
+    }
+  }
+
+  /** Ask for the partition's stored position and counters (recovering it first if needed). */
+  record GetStatus(ActorRef<PartitionStatus> replyTo) implements PartitionCommand {
+    public GetStatus {
+      Objects.requireNonNull(replyTo, "replyTo");
+    }
+  }
+
+  /** Stop this incarnation (it recovers from the journal when next needed). */
+  record Stop() implements PartitionCommand {
+  }
+
+  /** Internal: at-most-once's second step, running handlers after the offset was written. */
+  record RunAccepted(List<Inbound<?>> records) implements PartitionCommand {
+  }
+}

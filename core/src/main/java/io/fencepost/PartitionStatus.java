@@ -1,0 +1,17 @@
+package io.fencepost;
+
+import java.util.OptionalLong;
+
+/**
+ * A partition actor's stored position and counters.
+ *
+ * @param nextOffset the next offset to read, empty when the partition never applied a record
+ * @param appliedRecords records applied over the partition's whole history (journaled)
+ * @param droppedByKey records dropped by business key over the whole history (journaled)
+ * @param droppedRedelivery redeliveries dropped by this incarnation since it started (not journaled)
+ * @param windowKeys business keys in the window now
+ * @param incarnation this incarnation's id
+ */
+public record PartitionStatus(PartitionId partition, OptionalLong nextOffset, long appliedRecords,
+    long droppedByKey, long droppedRedelivery, int windowKeys, String incarnation) {
+}

@@ -1,0 +1,36 @@
+package io.fencepost.internal;
+
+import java.util.List;
+
+/**
+ * The one journal event a partition writes per batch: the user's events, the partition's new next
+ * offset and the business keys it newly applied, so that effects, position and key window commit
+ * atomically in one row.
+ *
+ * @param incarnation the writing actor incarnation's random id (tells a fenced write from our own)
+ * @param fromOffset the next offset before this batch
+ * @param nextOffset the next offset after this batch ({@code fromOffset} when the batch only carries
+ *     effects, as at-most-once's second write does)
+ * @param atMillis wall-clock time of the write; the key window's clock
+ * @param events the user's events, in the order they were returned
+ * @param keyDigests the new keys' 128-bit digests as (high, low) pairs
+ * @param applied records whose handler ran
+ * @param droppedByKey records dropped because their business key was in the window
+ */
+public record BatchEvent(
+    String incarnation,
+    long fromOffset,
+    long nextOffset,
+    long atMillis,
+    List<Object> events,
+    long[] keyDigests,
+    int applied,
+    int droppedByKey) {
+
+  public BatchEvent {
+    events = List.copyOf(events);
+    if ((keyDigests.length & 1) != 0) {
+      throw new IllegalArgumentException("keyDigests holds (high, low) pairs, length was " + keyDigests.length);
+    }
+  }
+}

@@ -1,0 +1,54 @@
+package io.fencepost.internal;
+
+import java.util.concurrent.TimeUnit;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Metrics;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+
+/**
+ * Micrometer meters of one partition, registered in {@link Metrics#globalRegistry} (add your
+ * registry to it: {@code Metrics.addRegistry(prometheusRegistry)}). Tags: group, topic, partition.
+ */
+public final class PartitionMetrics {
+
+  private final Counter applied;
+  private final Counter droppedRedelivery;
+  private final Counter droppedByKey;
+  private final Counter fenced;
+  private final DistributionSummary batchSize;
+  private final Timer persistLatency;
+
+  public PartitionMetrics(String group, String topic, int partition) {
+    MeterRegistry r = Metrics.globalRegistry;
+    Tags tags = Tags.of("group", group, "topic", topic, "partition", Integer.toString(partition));
+    applied = r.counter("fencepost.records.applied", tags);
+    droppedRedelivery = r.counter("fencepost.records.dropped", tags.and("reason", "redelivery"));
+    droppedByKey = r.counter("fencepost.records.dropped", tags.and("reason", "business-key"));
+    fenced = r.counter("fencepost.writes.fenced", tags);
+    batchSize = DistributionSummary.builder("fencepost.batch.records").tags(tags).register(r);
+    persistLatency = Timer.builder("fencepost.persist.latency").tags(tags).register(r);
+  }
+
+  public void dropped(int redelivery, int byKey) {
+    if (redelivery > 0) {
+      droppedRedelivery.increment(redelivery);
+    }
+    if (byKey > 0) {
+      droppedByKey.increment(byKey);
+    }
+  }
+
+  public void written(int appliedRecords, long nanos) {
+    applied.increment(appliedRecords);
+    batchSize.record(appliedRecords);
+    persistLatency.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  public void fenced() {
+    fenced.increment();
+  }
+}

@@ -1,0 +1,96 @@
+package io.fencepost.internal;
+
+/**
+ * A partition actor's state: the user's state plus what fencing needs. The user part is replaced on
+ * each event; the key window is mutated in place (snapshots take a copy on the actor's thread).
+ */
+public final class PartitionState<S> {
+
+  /** No offset stored yet: the pipeline follows {@code auto.offset.reset}. */
+  public static final long NO_OFFSET = -1L;
+
+  private S user;
+  private long nextOffset;
+  private final KeyWindow window;
+  private String lastIncarnation;
+  private long appliedRecords;
+  private long droppedByKey;
+  private long batches;
+  private long lastWriteMillis;
+
+  public PartitionState(S user, long nextOffset, KeyWindow window, String lastIncarnation, long appliedRecords,
+      long droppedByKey, long batches, long lastWriteMillis) {
+    this.user = user;
+    this.nextOffset = nextOffset;
+    this.window = window;
+    this.lastIncarnation = lastIncarnation;
+    this.appliedRecords = appliedRecords;
+    this.droppedByKey = droppedByKey;
+    this.batches = batches;
+    this.lastWriteMillis = lastWriteMillis;
+  }
+
+  public static <S> PartitionState<S> empty(S user, KeyWindow window) {
+    return new PartitionState<>(user, NO_OFFSET, window, "", 0, 0, 0, 0);
+  }
+
+  /** Applies a journaled batch (live or during recovery) with the user state it produced. */
+  public PartitionState<S> apply(BatchEvent e, S newUser) {
+    user = newUser;
+    if (e.nextOffset() > nextOffset) {
+      nextOffset = e.nextOffset();
+    }
+    if (window != null) {
+      long[] d = e.keyDigests();
+      for (int i = 0; i < d.length; i += 2) {
+        window.add(d[i], d[i + 1], e.atMillis());
+      }
+      window.expire(e.atMillis());
+    }
+    lastIncarnation = e.incarnation();
+    appliedRecords += e.applied();
+    droppedByKey += e.droppedByKey();
+    batches++;
+    lastWriteMillis = e.atMillis();
+    return this;
+  }
+
+  public S user() {
+    return user;
+  }
+
+  public long nextOffset() {
+    return nextOffset;
+  }
+
+  /** The window, or null when business-key deduplication is off. */
+  public KeyWindow window() {
+    return window;
+  }
+
+  public String lastIncarnation() {
+    return lastIncarnation;
+  }
+
+  public long appliedRecords() {
+    return appliedRecords;
+  }
+
+  public long droppedByKey() {
+    return droppedByKey;
+  }
+
+  public long batches() {
+    return batches;
+  }
+
+  public long lastWriteMillis() {
+    return lastWriteMillis;
+  }
+
+  /** A copy whose window is independent of this one (for snapshots). */
+  public PartitionState<S> copyForSnapshot() {
+    return new PartitionState<>(user, nextOffset, window == null ? null : window.copy(), lastIncarnation,
+        appliedRecords, droppedByKey, batches, lastWriteMillis);
+  }
+}

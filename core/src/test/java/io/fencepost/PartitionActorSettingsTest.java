@@ -1,0 +1,71 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.errors.SettingsException;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.Test;
+
+class PartitionActorSettingsTest {
+
+  private static Config with(String override) {
+    return ConfigFactory.parseString(override).withFallback(ConfigFactory.defaultReference());
+  }
+
+  @Test
+  void defaultsAreExactlyOnceWithADayLongWindow() {
+    PartitionActorSettings s = PartitionActorSettings.create(ConfigFactory.defaultReference());
+    assertEquals(DeliveryMode.EXACTLY_ONCE, s.deliveryMode());
+    assertEquals(1000, s.snapshotEvery());
+    assertEquals(Duration.ofHours(24), s.keyWindowMaxAge());
+    assertEquals(1_000_000, s.keyWindowMaxKeys());
+    assertEquals("idempotency-key", s.keyHeader());
+  }
+
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+      "fencepost.partition-actor.delivery-mode = twice        | fencepost.partition-actor.delivery-mode | must be one of exactly-once, at-least-once, at-most-once",
+      "fencepost.partition-actor.snapshot-every = 0           | fencepost.partition-actor.snapshot-every | must be > 0",
+      "fencepost.partition-actor.snapshot-every = lots        | fencepost.partition-actor.snapshot-every | has the wrong type",
+      "fencepost.partition-actor.keep-snapshots = -1          | fencepost.partition-actor.keep-snapshots | must be > 0",
+      "fencepost.partition-actor.key-window.max-keys = 0      | fencepost.partition-actor.key-window.max-keys | must be > 0",
+      "fencepost.partition-actor.key-window.max-age = 0s      | fencepost.partition-actor.key-window.max-age | must be > 0",
+      "fencepost.partition-actor.key-window.max-age = soon    | fencepost.partition-actor.key-window.max-age | has the wrong type",
+      "fencepost.partition-actor.key-window.enabled = maybe   | fencepost.partition-actor.key-window.enabled | has the wrong type",
+      "fencepost.partition-actor.failure-backoff.min = 0ms    | fencepost.partition-actor.failure-backoff.min | must be > 0",
+      "fencepost.partition-actor.failure-backoff.max = 1ms    | fencepost.partition-actor.failure-backoff.max | must be >= failure-backoff.min",
+      "fencepost.partition-actor.failure-backoff.random-factor = 2 | fencepost.partition-actor.failure-backoff.random-factor | must be between 0.0 and 1.0"})
+  void invalidSettingsFailNamingTheKeyAndTheRule(String override, String key, String rule) {
+    SettingsException e = assertThrows(SettingsException.class, () -> PartitionActorSettings.create(with(override)));
+    assertEquals(key, e.key());
+    assertTrue(e.getMessage().startsWith(key + " "), e.getMessage());
+    assertTrue(e.getMessage().contains(rule), e.getMessage());
+  }
+
+  @Test
+  void aPipelineSectionReportsItsOwnPath() {
+    Config section = ConfigFactory.parseString("snapshot-every = 0")
+        .withFallback(ConfigFactory.defaultReference().getConfig(PartitionActorSettings.CONFIG_PATH));
+    SettingsException e = assertThrows(SettingsException.class,
+        () -> PartitionActorSettings.fromSection(section, "fencepost.pipelines.ledger.partition-actor"));
+    assertEquals("fencepost.pipelines.ledger.partition-actor.snapshot-every", e.key());
+  }
+
+  @Test
+  void guaranteeStatementNamesEachHop() {
+    PartitionActorSettings s = PartitionActorSettings.create(ConfigFactory.defaultReference());
+    String text = GuaranteeStatement.of(s, "jdbc-journal").render();
+    assertEquals("exactly-once; hop 1: business-key window 24h / 1,000,000 keys per partition (a re-send older "
+        + "than the window is applied again); hop 2: offset fence, no expiry: offsets below the stored next offset "
+        + "are dropped; hop 3: effects atomic with the next offset in one write to journal jdbc-journal: nothing "
+        + "lost, nothing doubled", text);
+    assertTrue(GuaranteeStatement.of(s.withDeliveryMode(DeliveryMode.AT_MOST_ONCE), "j").hop3().contains("LOSES"));
+  }
+}

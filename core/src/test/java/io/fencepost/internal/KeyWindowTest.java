@@ -1,0 +1,121 @@
+package io.fencepost.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayDeque;
+import java.util.HashSet;
+import java.util.Random;
+import java.util.Set;
+
+import org.junit.jupiter.api.Test;
+
+class KeyWindowTest {
+
+  private final KeyDigest digest = new KeyDigest();
+
+  private long[] d(String key) {
+    long[] out = new long[2];
+    digest.digest(key, out);
+    return out;
+  }
+
+  private void add(KeyWindow w, String key, long at) {
+    long[] k = d(key);
+    w.add(k[0], k[1], at);
+  }
+
+  private boolean has(KeyWindow w, String key) {
+    long[] k = d(key);
+    return w.contains(k[0], k[1]);
+  }
+
+  @Test
+  void countBoundForgetsTheOldestFirst() {
+    KeyWindow w = new KeyWindow(3, 1_000_000);
+    add(w, "a", 1);
+    add(w, "b", 2);
+    add(w, "c", 3);
+    add(w, "d", 4);
+    assertFalse(has(w, "a"));
+    assertTrue(has(w, "b") && has(w, "c") && has(w, "d"));
+    assertEquals(3, w.size());
+  }
+
+  @Test
+  void ageBoundForgetsKeysOlderThanMaxAgeRelativeToTheNewest() {
+    KeyWindow w = new KeyWindow(100, 10);
+    add(w, "a", 100);
+    add(w, "b", 105);
+    add(w, "c", 111);   // a is now 11 ms older than the newest: forgotten
+    assertFalse(has(w, "a"));
+    assertTrue(has(w, "b"));
+    w.expire(116);
+    assertFalse(has(w, "b"));
+    assertTrue(has(w, "c"));
+  }
+
+  @Test
+  void addingAKnownKeyKeepsOneEntry() {
+    KeyWindow w = new KeyWindow(10, 1000);
+    add(w, "a", 1);
+    add(w, "a", 2);
+    assertEquals(1, w.size());
+  }
+
+  @Test
+  void matchesAReferenceModelUnderRandomChurn() {
+    // Exercises growth, wrap-around of the ring and backward-shift deletion in the index.
+    Random random = new Random(42);
+    int max = 1000;
+    KeyWindow w = new KeyWindow(max, Long.MAX_VALUE / 4);
+    ArrayDeque<String> order = new ArrayDeque<>();
+    Set<String> model = new HashSet<>();
+    for (int i = 0; i < 50_000; i++) {
+      String key = "k" + random.nextInt(3000);
+      add(w, key, i);
+      if (model.add(key)) {
+        order.addLast(key);
+        if (order.size() > max) {
+          model.remove(order.removeFirst());
+        }
+      }
+      if (i % 997 == 0) {
+        for (int probe = 0; probe < 3000; probe++) {
+          String k = "k" + probe;
+          assertEquals(model.contains(k), has(w, k), "key " + k + " at step " + i);
+        }
+      }
+    }
+    assertEquals(model.size(), w.size());
+  }
+
+  @Test
+  void copyIsIndependent() {
+    KeyWindow w = new KeyWindow(10, 1000);
+    add(w, "a", 1);
+    KeyWindow c = w.copy();
+    add(w, "b", 2);
+    assertTrue(has(c, "a"));
+    assertFalse(has(c, "b"));
+  }
+
+  @Test
+  void heapPerKeyAtCapacityIsAbout32Bytes() {
+    int n = 1 << 16;
+    KeyWindow w = new KeyWindow(n, Long.MAX_VALUE / 4);
+    for (int i = 0; i < n; i++) {
+      w.add(i * 0x9E3779B97F4A7C15L, i, i);
+    }
+    double perKey = (double) w.heapBytes() / n;
+    assertTrue(perKey <= 40, "bytes per key " + perKey);
+  }
+
+  @Test
+  void rejectsNonPositiveBounds() {
+    assertThrows(IllegalArgumentException.class, () -> new KeyWindow(0, 1));
+    assertThrows(IllegalArgumentException.class, () -> new KeyWindow(1, 0));
+  }
+}
