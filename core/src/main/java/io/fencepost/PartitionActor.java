@@ -112,16 +112,21 @@ public abstract class PartitionActor<V, S, E> {
    *
    * @param factory makes the user's actor from its context, e.g. {@code LedgerActor::new}
    */
-  public static <V, S, E> Behavior<PartitionCommand> behavior(PartitionId partition, PartitionActorSettings settings,
-      Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory) {
+  public static Behavior<PartitionCommand> behavior(PartitionId partition, PartitionActorSettings settings,
+      Function<PartitionContext, ? extends PartitionActor<?, ?, ?>> factory) {
     Objects.requireNonNull(partition, "partition");
     Objects.requireNonNull(settings, "settings");
     Objects.requireNonNull(factory, "factory");
     return Behaviors.setup(ctx -> {
       PartitionContext pc = new PartitionContext(partition, settings, ctx.getSystem(), ctx.getLog());
-      PartitionActor<V, S, E> actor = Objects.requireNonNull(factory.apply(pc), "factory returned null");
-      return new PartitionBehavior<>(ctx, pc, actor);
+      return bind(ctx, pc, Objects.requireNonNull(factory.apply(pc), "factory returned null"));
     });
+  }
+
+  private static <V, S, E> Behavior<PartitionCommand> bind(
+      org.apache.pekko.actor.typed.javadsl.ActorContext<PartitionCommand> ctx, PartitionContext pc,
+      PartitionActor<V, S, E> actor) {
+    return new PartitionBehavior<>(ctx, pc, actor);
   }
 
   // Bridges for PartitionBehavior (same package): the hooks stay protected for users.

@@ -209,7 +209,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return new PartitionStatus(partition,
         state.nextOffset() == PartitionState.NO_OFFSET ? OptionalLong.empty() : OptionalLong.of(state.nextOffset()),
         state.appliedRecords(), state.droppedByKey(), droppedRedelivery,
-        state.window() == null ? 0 : state.window().size(), incarnation);
+        state.window() == null ? 0 : state.window().size(), incarnation, ctx.getSystem().address().toString());
   }
 
   @Override

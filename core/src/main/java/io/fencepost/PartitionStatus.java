@@ -11,7 +11,8 @@ import java.util.OptionalLong;
  * @param droppedRedelivery redeliveries dropped by this incarnation since it started (not journaled)
  * @param windowKeys business keys in the window now
  * @param incarnation this incarnation's id
+ * @param node the address of the actor system the actor runs in, e.g. {@code pekko://ledger@127.0.0.1:2551}
  */
 public record PartitionStatus(PartitionId partition, OptionalLong nextOffset, long appliedRecords,
-    long droppedByKey, long droppedRedelivery, int windowKeys, String incarnation) {
+    long droppedByKey, long droppedRedelivery, int windowKeys, String incarnation, String node) {
 }

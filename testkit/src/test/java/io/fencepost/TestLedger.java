@@ -11,9 +11,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * each credit came from, and counts its "external calls" per offset so tests can see what a crash
  * repeated or lost.
  */
-class TestLedger extends PartitionActor<TestLedger.Payment, TestLedger.Ledger, TestLedger.Credited> {
+public class TestLedger extends PartitionActor<TestLedger.Payment, TestLedger.Ledger, TestLedger.Credited> {
 
-  record Payment(String paymentId, String merchant, long cents) implements JacksonSerializable {
+  public record Payment(String paymentId, String merchant, long cents) implements JacksonSerializable {
   }
 
   record Credited(String merchant, long cents, String paymentId, long offset) implements JacksonSerializable {
@@ -34,7 +34,7 @@ class TestLedger extends PartitionActor<TestLedger.Payment, TestLedger.Ledger, T
 
   private final String scope;
 
-  TestLedger(PartitionContext context, String scope) {
+  public TestLedger(PartitionContext context, String scope) {
     super(context);
     this.scope = scope;
   }

@@ -1,0 +1,26 @@
+package io.fencepost.kafka;
+
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+
+import io.fencepost.GuaranteeStatement;
+import org.apache.pekko.Done;
+
+/** A running Kafka pipeline on this node: see {@link KafkaPipeline#start()}. */
+public interface Pipeline {
+
+  /** The pipeline's name (its settings live under {@code fencepost.pipelines.<name>}). */
+  String name();
+
+  /** What this pipeline guarantees, hop by hop (also logged at start). */
+  GuaranteeStatement guarantee();
+
+  /** The partitions this node consumes now, each with its actor's position, counters and lag. */
+  CompletionStage<List<PartitionView>> status();
+
+  /**
+   * Stops consuming: in-flight batches finish (bounded by {@code drain-timeout}), their offsets are
+   * committed, then the consumer closes. The partition actors stay (they are sharded entities).
+   */
+  CompletionStage<Done> stop();
+}

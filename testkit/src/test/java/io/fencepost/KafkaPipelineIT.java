@@ -1,0 +1,228 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.internal.BatchEvent;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PartitionView;
+import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.testkit.ClusterNodes;
+import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.testkit.Postgres;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
+import org.apache.pekko.persistence.query.PersistenceQuery;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The Kafka pipeline on one cluster node: real broker, real PostgreSQL journal. */
+@Tag("integration")
+@Timeout(value = 10, unit = TimeUnit.MINUTES)
+class KafkaPipelineIT {
+
+  private static KafkaBroker broker;
+  private static JournalDatabase postgres;
+
+  @BeforeAll
+  static void start() {
+    broker = KafkaBroker.create().start();
+    postgres = Postgres.shared().createDatabase("pipeline_it");
+    postgres.installSchema();
+  }
+
+  @AfterAll
+  static void stop() {
+    broker.close();
+    Postgres.shared().dropDatabase(postgres);
+  }
+
+  /** Values are "paymentId,merchant,cents". */
+  static final class PaymentDeserializer implements Deserializer<TestLedger.Payment> {
+    @Override
+    public TestLedger.Payment deserialize(String topic, byte[] data) {
+      String[] f = new String(data, StandardCharsets.UTF_8).split(",");
+      return new TestLedger.Payment(f[0], f[1], Long.parseLong(f[2]));
+    }
+  }
+
+  static ActorSystem<Void> node(String name, JournalDatabase db) {
+    Config config = ClusterNodes.node(name, 0, List.of())
+        .withFallback(db.pekkoConfig())
+        .withFallback(ConfigFactory.load());
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), name, config);
+    ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
+    return system;
+  }
+
+  static long[] produce(String topic, int partitions, int count) {
+    return produce(topic, partitions, count, "pay-");
+  }
+
+  static long[] produce(String topic, int partitions, int count, String idPrefix) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    long[] perPartition = new long[partitions];
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+      for (int i = 0; i < count; i++) {
+        int partition = i % partitions;
+        producer.send(new ProducerRecord<>(topic, partition, "m" + (i % 97), idPrefix + i + ",m" + (i % 97) + "," + (i % 1000)));
+        perPartition[partition]++;
+      }
+      producer.flush();
+    }
+    return perPartition;
+  }
+
+  static PipelineSettings settings(ActorSystem<?> system, String name, String topic) {
+    return PipelineSettings.create(system, name)
+        .withBootstrapServers(broker.bootstrapServers())
+        .withTopics(List.of(topic))
+        .withBatch(500, Duration.ofMillis(20));
+  }
+
+  static Map<Long, Integer> creditsPerOffset(ActorSystem<?> system, PartitionId partition) throws Exception {
+    JdbcReadJournal journal = PersistenceQuery.get(system)
+        .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+    Map<Long, Integer> out = new TreeMap<>();
+    journal.currentEventsByPersistenceId(partition.persistenceId(), 0, Long.MAX_VALUE)
+        .runForeach(env -> {
+          for (Object e : ((BatchEvent) env.event()).events()) {
+            out.merge(((TestLedger.Credited) e).offset(), 1, Integer::sum);
+          }
+        }, system).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    return out;
+  }
+
+  static void awaitApplied(Pipeline pipeline, long expectedTotal, Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    long applied = 0;
+    while (System.nanoTime() < deadline) {
+      applied = 0;
+      for (PartitionView v : pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS)) {
+        applied += v.appliedRecords();
+      }
+      if (applied >= expectedTotal) {
+        return;
+      }
+      Thread.sleep(250);
+    }
+    throw new AssertionError("applied " + applied + " of " + expectedTotal + " within " + timeout);
+  }
+
+  @Test
+  void twelvePartitionsTwoHundredThousandRecordsEachAppliedExactlyOnce() throws Exception {
+    String topic = KafkaBroker.uniqueName("payments");
+    int partitions = 12;
+    int records = 200_000;
+    broker.createTopic(topic, partitions);
+    long[] produced = produce(topic, partitions, records);
+
+    ActorSystem<Void> system = node("single", postgres);
+    try {
+      PipelineSettings settings = settings(system, "single", topic).withGroupId(KafkaBroker.uniqueName("ledger"));
+      long start = System.nanoTime();
+      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "single"), new PaymentDeserializer(),
+          settings).start();
+      awaitApplied(pipeline, records, Duration.ofMinutes(5));
+      double seconds = (System.nanoTime() - start) / 1e9;
+      System.out.printf("applied %d records on 12 partitions in %.1f s: %.0f records/s%n", records, seconds,
+          records / seconds);
+      List<PartitionView> views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+
+      assertEquals(partitions, views.size());
+      Map<TopicPartition, Long> expectedCommitted = new HashMap<>();
+      for (PartitionView v : views) {
+        int p = v.partition().partition();
+        assertEquals(produced[p], v.nextOffset().getAsLong(), "next offset of partition " + p);
+        assertEquals(produced[p], v.appliedRecords(), "applied on partition " + p);
+        Map<Long, Integer> credits = creditsPerOffset(system, v.partition());
+        assertEquals(produced[p], credits.size(), "distinct offsets credited on partition " + p);
+        assertTrue(credits.values().stream().allMatch(n -> n == 1), "every offset credited once on " + p);
+        expectedCommitted.put(new TopicPartition(topic, p), produced[p]);
+      }
+      try (Admin admin = broker.admin()) {
+        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(settings.groupId())
+            .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+        Map<TopicPartition, Long> actual = new HashMap<>();
+        committed.forEach((tp, om) -> actual.put(tp, om.offset()));
+        assertEquals(expectedCommitted, actual, "Kafka committed offsets equal the actors' next offsets");
+      }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  @Test
+  void seekOnAssignUsesTheActorsOffsetWhateverTheBrokerHasCommitted() throws Exception {
+    String topic = KafkaBroker.uniqueName("seek");
+    broker.createTopic(topic, 2);
+    produce(topic, 2, 200);   // 100 per partition
+    String group = KafkaBroker.uniqueName("seek-group");
+
+    ActorSystem<Void> system = node("seek", postgres);
+    try {
+      PipelineSettings settings = settings(system, "seek", topic).withGroupId(group);
+      Pipeline first = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "seek"), new PaymentDeserializer(),
+          settings).start();
+      awaitApplied(first, 200, Duration.ofMinutes(2));
+      first.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+
+      // By hand: partition 0's committed offset goes back to 10 (older), partition 1's forward to 150 (newer).
+      try (Admin admin = broker.admin()) {
+        admin.alterConsumerGroupOffsets(group, Map.of(
+            new TopicPartition(topic, 0), new OffsetAndMetadata(10),
+            new TopicPartition(topic, 1), new OffsetAndMetadata(150))).all().get(30, TimeUnit.SECONDS);
+      }
+      produce(topic, 2, 20, "later-");   // 10 more per partition: offsets 100..109
+
+      Pipeline second = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "seek"), new PaymentDeserializer(),
+          settings).start();
+      awaitApplied(second, 220, Duration.ofMinutes(2));
+      List<PartitionView> views = second.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      second.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      for (PartitionView v : views) {
+        assertEquals(110, v.nextOffset().getAsLong());
+        assertEquals(110, v.appliedRecords());
+        assertEquals(0, v.droppedRedelivery(), "seeked to the actor's offset, so nothing was re-read on " + v.partition());
+        Map<Long, Integer> credits = creditsPerOffset(system, v.partition());
+        assertEquals(110, credits.size());
+        assertTrue(credits.values().stream().allMatch(n -> n == 1));
+      }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+}
