@@ -307,7 +307,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       try {
         effects = actor.callOnRecord(user, record);
       } catch (RuntimeException e) {
-        return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, handlerFailure(record, e)));
+        // Events of earlier records were folded into a state that is now discarded; should the
+        // user's state be mutable, restarting from the journal is the only clean copy.
+        return Effect().stop().thenReply(cmd.replyTo(),
+            s -> new BatchOutcome.Rejected(partition, handlerFailure(record, e)));
       }
       for (E event : effects.events()) {
         user = actor.callApplyEvent(user, event);

@@ -40,6 +40,7 @@ import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.pekko.Done;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -80,6 +81,7 @@ final class RunningPipeline<V> implements Pipeline {
   private final Admin admin;
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
   private Consumer.DrainingControl<Done> control;
+  private CompletionStage<Done> stopped;
 
   /** What this node knows of a partition it consumes. */
   private static final class PartitionProgress {
@@ -174,6 +176,9 @@ final class RunningPipeline<V> implements Pipeline {
         .toMat(Committer.sink(committerSettings), Keep.both())
         .run(system);
     control = Consumer.createDrainingControl(pair);
+    // Leaving the cluster (SIGTERM, ActorSystem.terminate) drains this node's batches first.
+    CoordinatedShutdown.get(system).addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind(),
+        "fencepost-pipeline-" + settings.name(), this::stop);
     control.streamCompletion().whenComplete((done, error) -> {
       if (error != null) {
         log.error("[{}] consumer stream failed: {}", settings.name(), error.toString(), error);
@@ -231,7 +236,9 @@ final class RunningPipeline<V> implements Pipeline {
 
   /** Asks the partition's actor until it answers from this node (or the hand-off timeout passes). */
   private CompletionStage<OptionalLong> localPosition(PartitionId id, Instant deadline) {
-    return askStatus(id, settings.askTimeout()).handle((status, error) -> {
+    // Short probes: while the shard still lives on a crashed node, asks there time out.
+    Duration probe = settings.askTimeout().compareTo(Duration.ofSeconds(3)) < 0 ? settings.askTimeout() : Duration.ofSeconds(3);
+    return askStatus(id, probe).handle((status, error) -> {
       if (error == null && status.node().equals(self.toString())) {
         return CompletableFuture.completedFuture(status.nextOffset());
       }
@@ -402,11 +409,15 @@ final class RunningPipeline<V> implements Pipeline {
   }
 
   @Override
-  public CompletionStage<Done> stop() {
+  public synchronized CompletionStage<Done> stop() {
+    if (stopped != null) {
+      return stopped;
+    }
     log.info("[{}] stopping: draining in-flight batches", settings.name());
     CompletionStage<Done> drained = control.drainAndShutdown(system.executionContext());
-    return drained.toCompletableFuture()
+    stopped = drained.toCompletableFuture()
         .completeOnTimeout(Done.getInstance(), settings.drainTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
         .whenComplete((d, e) -> admin.close(Duration.ofSeconds(5)));
+    return stopped;
   }
 }

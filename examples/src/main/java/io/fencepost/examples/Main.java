@@ -21,6 +21,7 @@ public final class Main {
 
   static {
     COMMANDS.put("broker", new BrokerCommand());
+    COMMANDS.put("ledger", new LedgerNode.Command());
   }
 
   private Main() {
@@ -40,7 +41,12 @@ public final class Main {
       System.err.println("fencepost: unknown command [" + args[0] + "]; accepted: " + String.join(", ", COMMANDS.keySet()));
       return 2;
     }
-    return command.run(Arrays.copyOfRange(args, 1, args.length));
+    try {
+      return command.run(Arrays.copyOfRange(args, 1, args.length));
+    } catch (Flags.UsageError e) {
+      System.err.println(e.getMessage());
+      return 2;
+    }
   }
 
   private static void printUsage() {

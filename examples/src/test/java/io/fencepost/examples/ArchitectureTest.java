@@ -84,7 +84,8 @@ class ArchitectureTest {
     }
   }
 
-  private static final String[] PUBLIC_PACKAGES = {"io.fencepost", "io.fencepost.jdbc", "io.fencepost.kafka",
+  private static final String[] PUBLIC_PACKAGES = {"io.fencepost", "io.fencepost.errors", "io.fencepost.serialization",
+      "io.fencepost.jdbc", "io.fencepost.kafka",
       "io.fencepost.testkit", "io.fencepost.examples", "io.fencepost.benchmarks"};
 
   private static com.tngtech.archunit.base.DescribedPredicate<com.tngtech.archunit.core.domain.JavaClass>

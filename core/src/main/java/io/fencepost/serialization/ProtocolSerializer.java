@@ -1,0 +1,260 @@
+package io.fencepost.serialization;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.NotSerializableException;
+import java.io.UncheckedIOException;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+import io.fencepost.BatchOutcome;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionCommand;
+import io.fencepost.PartitionId;
+import io.fencepost.PartitionStatus;
+import io.fencepost.errors.FatalException;
+import io.fencepost.errors.FencepostException;
+import io.fencepost.errors.PartitionFencedException;
+import io.fencepost.errors.RetriableException;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorRefResolver;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.SerializerWithStringManifest;
+import org.apache.pekko.serialization.Serializers;
+
+/**
+ * Binary serializer for {@link PartitionCommand}s, {@link BatchOutcome}s and {@link PartitionStatus}.
+ * Record values inside a batch go through the serializer bound to their class. Errors travel as kind
+ * and message and are rebuilt as the same exception types on the receiving node.
+ */
+public final class ProtocolSerializer extends SerializerWithStringManifest {
+
+  /** Registered in core's reference.conf; never reuse or change. */
+  public static final int IDENTIFIER = 741_101;
+
+  private static final String APPLY = "A1";
+  private static final String STATUS_QUERY = "Q1";
+  private static final String STOP = "X1";
+  private static final String APPLIED = "O1";
+  private static final String REJECTED = "R1";
+  private static final String STATUS = "S1";
+
+  private final ExtendedActorSystem system;
+  private volatile Serialization serialization;
+
+  public ProtocolSerializer(ExtendedActorSystem system) {
+    this.system = system;
+  }
+
+  @Override
+  public int identifier() {
+    return IDENTIFIER;
+  }
+
+  @Override
+  public String manifest(Object o) {
+    if (o instanceof PartitionCommand.ApplyBatch) {
+      return APPLY;
+    } else if (o instanceof PartitionCommand.GetStatus) {
+      return STATUS_QUERY;
+    } else if (o instanceof PartitionCommand.Stop) {
+      return STOP;
+    } else if (o instanceof BatchOutcome.Applied) {
+      return APPLIED;
+    } else if (o instanceof BatchOutcome.Rejected) {
+      return REJECTED;
+    } else if (o instanceof PartitionStatus) {
+      return STATUS;
+    }
+    throw new IllegalArgumentException("ProtocolSerializer cannot serialize " + o.getClass().getName()
+        + " (RunAccepted never leaves its actor)");
+  }
+
+  @Override
+  public byte[] toBinary(Object o) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(512);
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      if (o instanceof PartitionCommand.ApplyBatch a) {
+        writeRef(out, a.replyTo());
+        out.writeInt(a.records().size());
+        for (Inbound<?> r : a.records()) {
+          writeInbound(out, r);
+        }
+      } else if (o instanceof PartitionCommand.GetStatus g) {
+        writeRef(out, g.replyTo());
+      } else if (o instanceof BatchOutcome.Applied a) {
+        writePartition(out, a.partition());
+        out.writeLong(a.nextOffset());
+        out.writeInt(a.applied());
+        out.writeInt(a.droppedRedelivery());
+        out.writeInt(a.droppedByKey());
+        out.writeBoolean(a.written());
+      } else if (o instanceof BatchOutcome.Rejected r) {
+        writePartition(out, r.partition());
+        FencepostException e = r.error();
+        if (e instanceof PartitionFencedException f) {
+          out.writeByte(0);
+          out.writeUTF(f.partition());
+          out.writeLong(f.expectedNextOffset());
+          out.writeLong(f.storedNextOffset());
+        } else {
+          out.writeByte(e.isRetriable() ? 1 : 2);
+          out.writeUTF(truncate(e.getMessage()));
+        }
+      } else if (o instanceof PartitionStatus s) {
+        writePartition(out, s.partition());
+        out.writeLong(s.nextOffset().orElse(-1));
+        out.writeLong(s.appliedRecords());
+        out.writeLong(s.droppedByKey());
+        out.writeLong(s.droppedRedelivery());
+        out.writeInt(s.windowKeys());
+        out.writeUTF(s.incarnation());
+        out.writeUTF(s.node());
+      } else if (!(o instanceof PartitionCommand.Stop)) {
+        throw new IllegalArgumentException("ProtocolSerializer cannot serialize " + o.getClass().getName());
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return bytes.toByteArray();
+  }
+
+  @Override
+  public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
+    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
+      switch (manifest) {
+        case APPLY: {
+          ActorRef<BatchOutcome> replyTo = readRef(in);
+          int n = in.readInt();
+          List<Inbound<?>> records = new ArrayList<>(n);
+          for (int i = 0; i < n; i++) {
+            records.add(readInbound(in));
+          }
+          return new PartitionCommand.ApplyBatch(records, replyTo);
+        }
+        case STATUS_QUERY:
+          return new PartitionCommand.GetStatus(readRef(in));
+        case STOP:
+          return new PartitionCommand.Stop();
+        case APPLIED:
+          return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
+              in.readBoolean());
+        case REJECTED: {
+          PartitionId p = readPartition(in);
+          int kind = in.readByte();
+          FencepostException e = switch (kind) {
+            case 0 -> new PartitionFencedException(in.readUTF(), in.readLong(), in.readLong());
+            case 1 -> new RetriableException(in.readUTF());
+            default -> new FatalException(in.readUTF());
+          };
+          return new BatchOutcome.Rejected(p, e);
+        }
+        case STATUS: {
+          PartitionId p = readPartition(in);
+          long next = in.readLong();
+          return new PartitionStatus(p, next < 0 ? OptionalLong.empty() : OptionalLong.of(next), in.readLong(),
+              in.readLong(), in.readLong(), in.readInt(), in.readUTF(), in.readUTF());
+        }
+        default:
+          throw new NotSerializableException("unknown Fencepost protocol manifest [" + manifest
+              + "]: nodes run different Fencepost versions?");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("corrupt Fencepost protocol message " + manifest, e);
+    }
+  }
+
+  private static String truncate(String s) {
+    String v = s == null ? "" : s;
+    return v.length() > 8000 ? v.substring(0, 8000) + "..." : v;
+  }
+
+  private void writePartition(DataOutputStream out, PartitionId p) throws IOException {
+    out.writeUTF(p.group());
+    out.writeUTF(p.topic());
+    out.writeInt(p.partition());
+  }
+
+  private PartitionId readPartition(DataInputStream in) throws IOException {
+    return new PartitionId(in.readUTF(), in.readUTF(), in.readInt());
+  }
+
+  private void writeRef(DataOutputStream out, ActorRef<?> ref) throws IOException {
+    out.writeUTF(ActorRefResolver.get(Adapter.toTyped(system)).toSerializationFormat(ref));
+  }
+
+  private <T> ActorRef<T> readRef(DataInputStream in) throws IOException {
+    return ActorRefResolver.get(Adapter.toTyped(system)).resolveActorRef(in.readUTF());
+  }
+
+  private void writeInbound(DataOutputStream out, Inbound<?> r) throws IOException {
+    writePartition(out, r.partition());
+    out.writeLong(r.offset());
+    out.writeBoolean(r.key().isPresent());
+    if (r.key().isPresent()) {
+      out.writeUTF(r.key().get());
+    }
+    out.writeLong(r.timestamp().toEpochMilli());
+    out.writeInt(r.headers().size());
+    for (Map.Entry<String, byte[]> h : r.headers().entrySet()) {
+      out.writeUTF(h.getKey());
+      out.writeInt(h.getValue().length);
+      out.write(h.getValue());
+    }
+    Object value = r.value();
+    if (value == null) {
+      out.writeInt(Integer.MIN_VALUE);
+      return;
+    }
+    var serializer = serialization().findSerializerFor(value);
+    byte[] payload = serializer.toBinary(value);
+    out.writeInt(serializer.identifier());
+    out.writeUTF(Serializers.manifestFor(serializer, value));
+    out.writeInt(payload.length);
+    out.write(payload);
+  }
+
+  private Inbound<?> readInbound(DataInputStream in) throws IOException {
+    PartitionId p = readPartition(in);
+    long offset = in.readLong();
+    Optional<String> key = in.readBoolean() ? Optional.of(in.readUTF()) : Optional.empty();
+    Instant ts = Instant.ofEpochMilli(in.readLong());
+    int n = in.readInt();
+    Map<String, byte[]> headers = new HashMap<>();
+    for (int i = 0; i < n; i++) {
+      String name = in.readUTF();
+      byte[] v = new byte[in.readInt()];
+      in.readFully(v);
+      headers.put(name, v);
+    }
+    int id = in.readInt();
+    Object value = null;
+    if (id != Integer.MIN_VALUE) {
+      String manifest = in.readUTF();
+      byte[] payload = new byte[in.readInt()];
+      in.readFully(payload);
+      value = serialization().deserialize(payload, id, manifest).get();
+    }
+    return new Inbound<>(p, offset, key, value, headers, ts);
+  }
+
+  private Serialization serialization() {
+    Serialization s = serialization;
+    if (s == null) {
+      s = SerializationExtension.get(system);
+      serialization = s;
+    }
+    return s;
+  }
+}

@@ -1,0 +1,8 @@
+package io.fencepost.examples;
+
+import io.fencepost.JacksonSerializable;
+
+/** The ledger's event: a merchant was credited for a payment (from the given offset). */
+public record Credited(String merchantId, long amountCents, String paymentId, long offset)
+    implements JacksonSerializable {
+}

@@ -1,0 +1,109 @@
+package io.fencepost.examples;
+
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.testkit.ClusterNodes;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/** One ledger cluster node: an actor system on the cluster, the journal, and the ledger pipeline. */
+public final class LedgerNode implements AutoCloseable {
+
+  /** The actor system name every ledger node shares (nodes of one cluster must agree). */
+  public static final String SYSTEM_NAME = "fencepost-ledger";
+
+  private final ActorSystem<Void> system;
+  private final Pipeline pipeline;
+
+  private LedgerNode(ActorSystem<Void> system, Pipeline pipeline) {
+    this.system = system;
+    this.pipeline = pipeline;
+  }
+
+  /**
+   * Starts a node.
+   *
+   * @param seeds {@code host:port} of seed nodes; empty for a node that forms a cluster of its own
+   */
+  public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, int port,
+      List<String> seeds) {
+    Config config = ClusterNodes.node(SYSTEM_NAME, port, seeds.isEmpty() ? List.of("127.0.0.1:" + port) : seeds)
+        .withFallback(journal.pekkoConfig())
+        .withFallback(ConfigFactory.load());
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
+    PipelineSettings settings = PipelineSettings.create(system, "ledger")
+        .withBootstrapServers(bootstrap)
+        .withTopics(List.of(topic))
+        .withGroupId(group);
+    Pipeline pipeline = KafkaPipeline.create(system, LedgerActor::new, new PaymentJson(), settings).start();
+    return new LedgerNode(system, pipeline);
+  }
+
+  public ActorSystem<Void> system() {
+    return system;
+  }
+
+  public Pipeline pipeline() {
+    return pipeline;
+  }
+
+  /** Leaves the cluster gracefully: the pipeline drains first (a coordinated-shutdown task). */
+  @Override
+  public void close() {
+    system.terminate();
+    try {
+      system.getWhenTerminated().toCompletableFuture().get(60, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("ledger node did not stop within 60 s", e);
+    }
+  }
+
+  /** {@code fencepost ledger}: runs one node until SIGTERM (graceful) or SIGKILL. */
+  static final class Command implements Main.Command {
+    @Override
+    public int run(String[] args) throws Exception {
+      Flags flags = new Flags("ledger")
+          .value("bootstrap", "host:port", "FENCEPOST_BOOTSTRAP", null, "Kafka bootstrap servers")
+          .value("topic", "name", "FENCEPOST_TOPIC", "payments", "input topic")
+          .value("group", "id", "FENCEPOST_GROUP", "ledger", "consumer group")
+          .value("jdbc-url", "url", "FENCEPOST_JDBC_URL", null,
+              "journal database (jdbc:postgresql:... or jdbc:h2:...); default an H2 file under ./fencepost-demo")
+          .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
+          .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
+          .value("port", "n", "FENCEPOST_PORT", "2551", "cluster port on 127.0.0.1")
+          .value("seeds", "host:port,...", "FENCEPOST_SEEDS", null, "seed nodes; default this node alone")
+          .bool("install-schema", "create the journal tables if they are missing");
+      if (!flags.parse(args)) {
+        return 0;
+      }
+      int port = flags.intValue("port", 1, 65535);
+      String url = flags.get("jdbc-url").orElse(null);
+      JournalDatabase journal = url == null
+          ? JournalDatabase.h2File(Path.of("fencepost-demo", "journal"))
+          : JournalDatabase.of(url, flags.require("jdbc-user"), flags.require("jdbc-password"));
+      if (flags.isSet("install-schema") || url == null) {
+        journal.installSchemaIfMissing();
+      }
+      List<String> seeds = flags.get("seeds").map(s -> Arrays.asList(s.split(","))).orElse(List.of());
+      LedgerNode node = start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
+          port, seeds);
+      System.out.println("READY " + node.system().address());
+      System.out.flush();
+      node.system().getWhenTerminated().toCompletableFuture().get();
+      return 0;
+    }
+
+    @Override
+    public String summary() {
+      return "run one ledger cluster node (Kafka pipeline + journal); stop with SIGTERM";
+    }
+  }
+}
