@@ -22,6 +22,9 @@ public final class Main {
   static {
     COMMANDS.put("broker", new BrokerCommand());
     COMMANDS.put("ledger", new LedgerNode.Command());
+    COMMANDS.put("demo", new DemoCommand());
+    COMMANDS.put("produce", new ProduceCommand());
+    COMMANDS.put("verify", new VerifyCommand());
   }
 
   private Main() {

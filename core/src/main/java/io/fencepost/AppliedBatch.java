@@ -1,0 +1,34 @@
+package io.fencepost;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+import io.fencepost.internal.BatchEvent;
+
+/**
+ * A read-only view of one journal entry a partition actor wrote: the events of one batch and the
+ * offsets it moved over. For tools that read the journal directly (reconciliation, projections);
+ * obtain it from a Pekko persistence query envelope with {@link #from(Object)}.
+ *
+ * @param fromOffset the partition's next offset before the batch
+ * @param nextOffset the partition's next offset after it ({@code fromOffset} for at-most-once's
+ *     effects-only second write)
+ * @param events the user's events, in order
+ * @param incarnation the id of the actor incarnation that wrote it
+ * @param writtenAt when it was written
+ * @param applied how many records ran their handler
+ * @param droppedByKey how many records were dropped by business key
+ */
+public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events, String incarnation,
+    Instant writtenAt, int applied, int droppedByKey) {
+
+  /** The batch, when {@code journalEvent} is an event a partition actor wrote. */
+  public static Optional<AppliedBatch> from(Object journalEvent) {
+    if (journalEvent instanceof BatchEvent e) {
+      return Optional.of(new AppliedBatch(e.fromOffset(), e.nextOffset(), e.events(), e.incarnation(),
+          Instant.ofEpochMilli(e.atMillis()), e.applied(), e.droppedByKey()));
+    }
+    return Optional.empty();
+  }
+}

@@ -1,0 +1,173 @@
+package io.fencepost.examples;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import io.fencepost.PartitionActorSettings;
+import io.fencepost.GuaranteeStatement;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.testkit.Directories;
+import io.fencepost.testkit.JvmProcess;
+import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.testkit.Reconciliation;
+import io.fencepost.testkit.internal.FreePorts;
+import com.typesafe.config.ConfigFactory;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * {@code fencepost demo}: zero set-up. An in-process Kafka broker, an H2 journal in
+ * {@code ./fencepost-demo}, two ledger nodes as separate processes in one cluster; payments with
+ * producer duplicates; one node SIGKILLed mid-stream and restarted; then the reconciliation verdict.
+ */
+final class DemoCommand implements Main.Command {
+
+  private static final String TOPIC = "payments";
+  private static final String GROUP = "ledger";
+
+  @Override
+  public int run(String[] args) throws Exception {
+    Flags flags = new Flags("demo")
+        .value("count", "n", null, "20000", "distinct payments to send")
+        .value("dup-rate", "fraction", null, "0.01", "fraction of payments re-sent by the producer (0..1)")
+        .value("partitions", "n", null, "4", "partitions of the payments topic")
+        .value("rate", "per-second", null, "1000", "payments per second")
+        .value("dir", "path", null, "fencepost-demo", "working directory (wiped first)");
+    if (!flags.parse(args)) {
+      return 0;
+    }
+    int count = flags.intValue("count", 100, 10_000_000);
+    int rate = flags.intValue("rate", 1, 1_000_000);
+    int partitions = flags.intValue("partitions", 1, 1000);
+    double dupRate = flags.doubleValue("dup-rate", 0, 1);
+    Path dir = Path.of(flags.require("dir")).toAbsolutePath();
+    PrintStream out = System.out;
+    Directories.deleteRecursively(dir);
+
+    out.println("Fencepost demo: exactly-once effects on at-least-once Kafka delivery");
+    try (KafkaBroker broker = KafkaBroker.create(dir.resolve("kafka"), 0, Map.of()).start()) {
+      broker.createTopic(TOPIC, partitions);
+      JournalDatabase journal = JournalDatabase.h2File(dir.resolve("journal"));
+      // This process opens the H2 file first and so serves it to the nodes (AUTO_SERVER) all along.
+      try (Connection keepOpen = journal.connect()) {
+        journal.installSchemaIfMissing();
+        GuaranteeStatement statement = GuaranteeStatement.of(
+            PartitionActorSettings.create(ConfigFactory.load()), "[jdbc-journal on H2]");
+        out.println("guarantee: " + statement.render());
+        out.printf("broker %s, topic %s (%d partitions), journal %s%n", broker.bootstrapServers(), TOPIC, partitions,
+            journal.jdbcUrl());
+
+        int portA = FreePorts.next();
+        int portB = FreePorts.next();
+        // Two nodes: when one is killed, the split-brain resolver keeps the side with the lowest address.
+        if (portB < portA) {
+          int t = portA;
+          portA = portB;
+          portB = t;
+        }
+        List<String> seeds = List.of("127.0.0.1:" + portA, "127.0.0.1:" + portB);
+        List<JvmProcess> all = new ArrayList<>();
+        try {
+          JvmProcess a = node("node-a", portA, seeds, broker, journal, dir);
+          all.add(a);
+          JvmProcess b = node("node-b", portB, seeds, broker, journal, dir);
+          all.add(b);
+          a.awaitLine("READY", Duration.ofSeconds(120));
+          b.awaitLine("READY", Duration.ofSeconds(120));
+          out.println("two ledger nodes up (logs in " + dir + "/node-*.log)");
+
+          PaymentProducer producer = new PaymentProducer(broker.bootstrapServers(), TOPIC, 50, dupRate, 42);
+          long killAt = count * 2L / 5;
+          JvmProcess[] nodeB = {b};
+          PaymentProducer.Summary sent = producer.run(count, rate, i -> {
+            if (i % 200 == 0 || i == count) {
+              PaymentProducer.progress(out, "produce", i, count);
+            }
+            if (i == killAt) {
+              nodeB[0].kill();
+              out.printf("%nnode-b SIGKILLed mid-stream after %,d payments; restarting it%n", i);
+              nodeB[0] = node("node-b", nodeB[0] == null ? 0 : seedsPort(seeds, 1), seeds, broker, journal, dir);
+              all.add(nodeB[0]);
+            }
+          });
+          out.printf("%nsent %,d payments + %,d producer duplicates in %.1f s%n", sent.payments(), sent.duplicates(),
+              sent.seconds());
+          nodeB[0].awaitLine("READY", Duration.ofSeconds(120));
+          awaitCaughtUp(out, broker, Duration.ofSeconds(120));
+
+          Reconciliation.Report report = LedgerReconciliation.of(broker.bootstrapServers(), TOPIC, GROUP, journal)
+              .bucket(Duration.ofSeconds(10)).run();
+          out.println();
+          out.print(report.render());
+          out.println();
+          return report.ok() ? 0 : 1;
+        } finally {
+          for (JvmProcess p : all) {
+            if (p.isAlive()) {
+              p.terminate(Duration.ofSeconds(30));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  private static int seedsPort(List<String> seeds, int i) {
+    return Integer.parseInt(seeds.get(i).substring(seeds.get(i).lastIndexOf(':') + 1));
+  }
+
+  private static JvmProcess node(String name, int port, List<String> seeds, KafkaBroker broker,
+      JournalDatabase journal, Path dir) {
+    return JvmProcess.start(name, Main.class.getName(), List.of("ledger", "--bootstrap", broker.bootstrapServers(),
+        "--topic", TOPIC, "--group", GROUP, "--jdbc-url", journal.jdbcUrl(), "--jdbc-user", journal.user(),
+        "--jdbc-password", journal.password(), "--port", Integer.toString(port), "--seeds", String.join(",", seeds)),
+        dir.resolve(name + ".log"));
+  }
+
+  /** Waits until the group's committed offsets (written after each journal write) reach the end of every partition. */
+  private static void awaitCaughtUp(PrintStream out, KafkaBroker broker, Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try (Admin admin = broker.admin()) {
+      while (true) {
+        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(GROUP)
+            .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+        Map<TopicPartition, OffsetSpec> specs = new java.util.HashMap<>();
+        for (var info : admin.describeTopics(List.of(TOPIC)).allTopicNames().get(30, TimeUnit.SECONDS).get(TOPIC)
+            .partitions()) {
+          specs.put(new TopicPartition(TOPIC, info.partition()), OffsetSpec.latest());
+        }
+        long end = 0;
+        long done = 0;
+        for (var e : admin.listOffsets(specs).all().get(30, TimeUnit.SECONDS).entrySet()) {
+          end += e.getValue().offset();
+          OffsetAndMetadata c = committed.get(e.getKey());
+          done += c == null ? 0 : Math.min(c.offset(), e.getValue().offset());
+        }
+        PaymentProducer.progress(out, "applied", done, end);
+        if (done >= end) {
+          out.println();
+          return;
+        }
+        if (System.nanoTime() > deadline) {
+          out.println();
+          out.println("the ledger did not catch up within " + timeout.toSeconds() + " s; reconciling anyway");
+          return;
+        }
+        Thread.sleep(500);
+      }
+    }
+  }
+
+  @Override
+  public String summary() {
+    return "zero set-up demo: broker, H2 journal, two nodes, a SIGKILL mid-stream, then the verdict";
+  }
+}
