@@ -16,7 +16,7 @@ import io.fencepost.testkit.Directories;
 import io.fencepost.testkit.JvmProcess;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Reconciliation;
-import io.fencepost.testkit.internal.FreePorts;
+import io.fencepost.testkit.FreePorts;
 import com.typesafe.config.ConfigFactory;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;

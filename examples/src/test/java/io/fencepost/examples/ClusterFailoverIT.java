@@ -21,7 +21,7 @@ import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.JvmProcess;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
-import io.fencepost.testkit.internal.FreePorts;
+import io.fencepost.testkit.FreePorts;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;

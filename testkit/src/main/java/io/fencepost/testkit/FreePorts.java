@@ -1,4 +1,4 @@
-package io.fencepost.testkit.internal;
+package io.fencepost.testkit;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,0 +1,139 @@
+package io.fencepost.benchmarks;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.BatchOutcome;
+import io.fencepost.Effects;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionActor;
+import io.fencepost.PartitionActorSettings;
+import io.fencepost.PartitionCommand;
+import io.fencepost.PartitionContext;
+import io.fencepost.PartitionId;
+import io.fencepost.PartitionStatus;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.testkit.Postgres;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * How long a partition with a million applied records and a million-key window takes to recover,
+ * and how much heap its window costs per key. Journal on PostgreSQL (embedded, or FENCEPOST_PG_URL).
+ *
+ * <p>Run: {@code java -cp benchmarks/target/... io.fencepost.benchmarks.RecoveryBenchmark [records] [batch]}
+ * (see benchmarks/results/README.md for the exact command).
+ */
+public final class RecoveryBenchmark {
+
+  /** Counts records; its events are the offsets (Longs, Pekko's built-in serializer). */
+  static final class Counter extends PartitionActor<String, Long, Long> {
+    Counter(PartitionContext context) {
+      super(context);
+    }
+
+    @Override
+    protected Long emptyState() {
+      return 0L;
+    }
+
+    @Override
+    protected Effects<Long> onRecord(Long count, Inbound<String> in) {
+      return Effects.persist(in.offset());
+    }
+
+    @Override
+    protected Long applyEvent(Long count, Long offset) {
+      return count + 1;
+    }
+
+    @Override
+    protected Optional<String> businessKey(Inbound<String> in) {
+      return Optional.of(in.value());
+    }
+  }
+
+  private RecoveryBenchmark() {
+  }
+
+  public static void main(String[] args) throws Exception {
+    int records = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
+    int batch = args.length > 1 ? Integer.parseInt(args[1]) : 1000;
+    JournalDatabase db = Postgres.shared().createDatabase("recovery_bench");
+    db.installSchema();
+    Config config = db.pekkoConfig().withFallback(ConfigFactory.load());
+    try {
+      for (boolean snapshots : new boolean[] {true, false}) {
+        PartitionId id = new PartitionId("bench", snapshots ? "with-snapshot" : "events-only", 0);
+        int snapshotEvery = snapshots ? records / batch : Integer.MAX_VALUE;
+        write(config, id, records, batch, snapshotEvery);
+        for (int round = 1; round <= 3; round++) {
+          recover(config, id, records, snapshotEvery, round);
+        }
+      }
+    } finally {
+      Postgres.shared().dropDatabase(db);
+      Postgres.shared().close();
+    }
+  }
+
+  private static PartitionActorSettings settings(ActorTestKit kit, int maxKeys, int snapshotEvery) {
+    return PartitionActorSettings.create(kit.system())
+        .withKeyWindow(true, maxKeys, Duration.ofDays(7))
+        .withSnapshotEvery(snapshotEvery);
+  }
+
+  private static void write(Config config, PartitionId id, int records, int batch, int snapshotEvery) {
+    ActorTestKit kit = ActorTestKit.create("writer", config);
+    try {
+      ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(id, settings(kit, records, snapshotEvery),
+          Counter::new));
+      TestProbe<BatchOutcome> probe = kit.createTestProbe();
+      long start = System.nanoTime();
+      for (int from = 0; from < records; from += batch) {
+        List<Inbound<?>> in = new ArrayList<>(batch);
+        for (int o = from; o < Math.min(records, from + batch); o++) {
+          in.add(Inbound.of(id, o, "key-" + o));
+        }
+        actor.tell(new PartitionCommand.ApplyBatch(in, probe.ref()));
+        BatchOutcome out = probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(60));
+        if (!(out instanceof BatchOutcome.Applied)) {
+          throw new IllegalStateException("batch at " + from + " failed: " + out);
+        }
+      }
+      double s = (System.nanoTime() - start) / 1e9;
+      System.out.printf("[%s] wrote %,d records in %,d batches in %.1f s (%,.0f records/s, one partition, direct to "
+          + "the actor)%n", id.topic(), records, (records + batch - 1) / batch, s, records / s);
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+
+  private static void recover(Config config, PartitionId id, int records, int snapshotEvery, int round) {
+    ActorTestKit kit = ActorTestKit.create("reader", config);
+    try {
+      Runtime rt = Runtime.getRuntime();
+      System.gc();
+      long before = rt.totalMemory() - rt.freeMemory();
+      long start = System.nanoTime();
+      ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(id, settings(kit, records, snapshotEvery),
+          Counter::new));
+      TestProbe<PartitionStatus> probe = kit.createTestProbe();
+      actor.tell(new PartitionCommand.GetStatus(probe.ref()));
+      PartitionStatus status = probe.expectMessageClass(PartitionStatus.class, Duration.ofMinutes(5));
+      double ms = (System.nanoTime() - start) / 1e6;
+      System.gc();
+      long after = rt.totalMemory() - rt.freeMemory();
+      System.out.printf("[%s] round %d: recovered next offset %,d with %,d window keys in %.0f ms; heap +%,d bytes "
+          + "(%.1f bytes per key)%n", id.topic(), round, status.nextOffset().orElse(-1), status.windowKeys(), ms,
+          after - before, (after - before) / (double) Math.max(1, status.windowKeys()));
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+}

@@ -1,0 +1,74 @@
+package io.fencepost.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.DeliveryMode;
+import io.fencepost.errors.SettingsException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class PipelineSettingsTest {
+
+  private static Config with(String hocon) {
+    return ConfigFactory.parseString(hocon).withFallback(ConfigFactory.defaultReference());
+  }
+
+  private static final String VALID = "fencepost.pipelines.ledger { bootstrap-servers = \"k:9092\", topics = [payments] }\n";
+
+  @Test
+  void aPipelineSectionOverridesTheSharedDefaults() {
+    PipelineSettings s = PipelineSettings.create(with(VALID
+        + "fencepost.pipeline.batch.max-records = 77\n"
+        + "fencepost.pipelines.ledger.partition-actor.delivery-mode = at-least-once\n"), "ledger");
+    assertEquals("k:9092", s.bootstrapServers());
+    assertEquals(List.of("payments"), s.topics());
+    assertEquals("ledger", s.groupId(), "group id defaults to the pipeline name");
+    assertEquals(77, s.maxBatchRecords());
+    assertEquals(Duration.ofMillis(20), s.maxBatchLatency());
+    assertEquals(DeliveryMode.AT_LEAST_ONCE, s.partitionActor().deliveryMode());
+    assertEquals(1_000_000, s.partitionActor().keyWindowMaxKeys(), "other actor keys fall back to fencepost.partition-actor");
+  }
+
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+      "fencepost.pipelines.ledger.kafka-clients.\"enable.auto.commit\" = true | fencepost.pipelines.ledger.kafka-clients.enable.auto.commit | at-most-once in disguise",
+      "fencepost.pipelines.ledger.kafka-clients.\"group.id\" = other | fencepost.pipelines.ledger.kafka-clients.group.id | use fencepost.pipelines.ledger.group-id",
+      "fencepost.pipelines.ledger.ask-timeout = 10ms | fencepost.pipelines.ledger.ask-timeout | must be longer than batch.max-latency",
+      "fencepost.pipelines.ledger.batch.max-records = 0 | fencepost.pipelines.ledger.batch.max-records | must be > 0",
+      "fencepost.pipelines.ledger.auto-offset-reset = none | fencepost.pipelines.ledger.auto-offset-reset | must be earliest or latest",
+      "fencepost.pipelines.ledger.retry-backoff.max = 1ms | fencepost.pipelines.ledger.retry-backoff.max | must be >= retry-backoff.min",
+      "fencepost.pipelines.ledger.topics = [\" \"] | fencepost.pipelines.ledger.topics | must hold non-empty topic names",
+      "fencepost.pipelines.ledger.partition-actor.snapshot-every = 0 | fencepost.pipelines.ledger.partition-actor.snapshot-every | must be > 0",
+      "fencepost.pipelines.ledger.commit.max-interval = soon | fencepost.pipelines.ledger.commit.max-interval | wrong type"})
+  void weakeningOrInvalidSettingsAreRefusedNamingTheKey(String override, String key, String rule) {
+    SettingsException e = assertThrows(SettingsException.class,
+        () -> PipelineSettings.create(with(VALID + override), "ledger"));
+    assertEquals(key, e.key());
+    assertTrue(e.getMessage().contains(rule), e.getMessage());
+  }
+
+  @Test
+  void bootstrapServersAndTopicsAreRequiredWhenThePipelineIsCreated() {
+    PipelineSettings incomplete = PipelineSettings.create(ConfigFactory.defaultReference(), "ledger");
+    SettingsException e = assertThrows(SettingsException.class, incomplete::requireComplete);
+    assertEquals("fencepost.pipelines.ledger.bootstrap-servers", e.key());
+    SettingsException t = assertThrows(SettingsException.class,
+        () -> incomplete.withBootstrapServers("k:9092").requireComplete());
+    assertEquals("fencepost.pipelines.ledger.topics", t.key());
+  }
+
+  @Test
+  void pipelineNamesAreValidated() {
+    SettingsException e = assertThrows(SettingsException.class,
+        () -> PipelineSettings.create(ConfigFactory.defaultReference(), "no spaces"));
+    assertTrue(e.getMessage().contains("letters, digits"), e.getMessage());
+  }
+}
