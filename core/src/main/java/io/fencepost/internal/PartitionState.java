@@ -17,6 +17,9 @@ public final class PartitionState<S> {
   private long droppedByKey;
   private long batches;
   private long lastWriteMillis;
+  // Pekko keeps the emptyState() object and starts every recovery (after a restart too) from it, so
+  // that object must never change: the first event applied to it goes to a fresh copy instead.
+  private final boolean pristine;
 
   public PartitionState(S user, long nextOffset, KeyWindow window, String lastIncarnation, long appliedRecords,
       long droppedByKey, long batches, long lastWriteMillis) {
@@ -28,14 +31,31 @@ public final class PartitionState<S> {
     this.droppedByKey = droppedByKey;
     this.batches = batches;
     this.lastWriteMillis = lastWriteMillis;
+    this.pristine = false;
   }
 
+  private PartitionState(S user, KeyWindow window) {
+    this.user = user;
+    this.nextOffset = NO_OFFSET;
+    this.window = window;
+    this.lastIncarnation = "";
+    this.pristine = true;
+  }
+
+  /** The state before any event: never mutated (see {@link #apply}). */
   public static <S> PartitionState<S> empty(S user, KeyWindow window) {
-    return new PartitionState<>(user, NO_OFFSET, window, "", 0, 0, 0, 0);
+    return new PartitionState<>(user, window);
   }
 
-  /** Applies a journaled batch (live or during recovery) with the user state it produced. */
+  /**
+   * Applies a journaled batch (live or during recovery) with the user state it produced. Mutates
+   * and returns this state, except for the empty state, which is copied first.
+   */
   public PartitionState<S> apply(BatchEvent e, S newUser) {
+    if (pristine) {
+      KeyWindow fresh = window == null ? null : new KeyWindow(window.maxKeys(), window.maxAgeMillis());
+      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0).apply(e, newUser);
+    }
     user = newUser;
     if (e.nextOffset() > nextOffset) {
       nextOffset = e.nextOffset();
