@@ -199,6 +199,7 @@ class ClusterFailoverIT {
     Thread producer = producer(0, 36_000, 1_200, produced);   // ~30 s of traffic
     Thread.sleep(4_000);
     long killedAt = System.nanoTime();
+    java.time.LocalTime killedClock = java.time.LocalTime.now();
     nodes[2].kill();                                           // SIGKILL mid-stream
     // A 3-node cluster survives one failure at a time: let the split-brain resolver down the dead
     // node and its partitions move before the next fault.
@@ -211,11 +212,32 @@ class ClusterFailoverIT {
     nodes[1].awaitLine("READY", Duration.ofSeconds(90));
     producer.join();
     assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
-    System.out.printf("all caught up %.1f s after the SIGKILL; fenced writes seen: %d%n",
-        (System.nanoTime() - killedAt) / 1e9, fencedWrites());
+    System.out.printf("all caught up %.1f s after the SIGKILL; partitions of the killed node resumed on a "
+        + "survivor %s after it; fenced writes seen: %d%n", (System.nanoTime() - killedAt) / 1e9,
+        firstSeekAfter(killedClock), fencedWrites());
     for (int i = 0; i < 3; i++) {
       assertTrue(nodes[i].isAlive(), "node" + i + " still runs");
     }
+  }
+
+  /** When a surviving node first seeked a (moved) partition after the kill, from the nodes' logs. */
+  private String firstSeekAfter(java.time.LocalTime killed) {
+    java.time.LocalTime first = null;
+    for (int i = 0; i < 2; i++) {
+      for (String line : nodes[i].lines()) {
+        if (line.contains("seeking to stored offsets") && line.length() > 12) {
+          try {
+            java.time.LocalTime t = java.time.LocalTime.parse(line.substring(0, 12));
+            if (t.isAfter(killed) && (first == null || t.isBefore(first))) {
+              first = t;
+            }
+          } catch (java.time.format.DateTimeParseException e) {
+            // not a log line
+          }
+        }
+      }
+    }
+    return first == null ? "?" : String.format("%.1f s", java.time.Duration.between(killed, first).toMillis() / 1e3);
   }
 
   private long fencedWrites() {

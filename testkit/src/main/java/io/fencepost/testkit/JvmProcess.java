@@ -75,6 +75,11 @@ public final class JvmProcess implements AutoCloseable {
     return lastStartLines().stream().filter(l -> l.contains(text)).count();
   }
 
+  /** The log lines written since this process started. */
+  public List<String> lines() {
+    return lastStartLines();
+  }
+
   private List<String> lastStartLines() {
     try {
       List<String> all = Files.readAllLines(log, StandardCharsets.UTF_8);
