@@ -19,15 +19,22 @@ import io.fencepost.internal.BatchEvent;
  * @param writtenAt when it was written
  * @param applied how many records ran their handler
  * @param droppedByKey how many records were dropped by business key
+ * @param deadLetters the offsets (with their errors) given up on in this batch
  */
 public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events, String incarnation,
-    Instant writtenAt, int applied, int droppedByKey) {
+    Instant writtenAt, int applied, int droppedByKey, List<DeadLetterView> deadLetters) {
+
+  /** A dead-lettered offset as journaled. */
+  public record DeadLetterView(long offset, String key, String errorClass, String errorMessage, int attempts) {
+  }
 
   /** The batch, when {@code journalEvent} is an event a partition actor wrote. */
   public static Optional<AppliedBatch> from(Object journalEvent) {
     if (journalEvent instanceof BatchEvent e) {
       return Optional.of(new AppliedBatch(e.fromOffset(), e.nextOffset(), e.events(), e.incarnation(),
-          Instant.ofEpochMilli(e.atMillis()), e.applied(), e.droppedByKey()));
+          Instant.ofEpochMilli(e.atMillis()), e.applied(), e.droppedByKey(), e.deadLetters().stream()
+              .map(d -> new DeadLetterView(d.offset(), d.key(), d.errorClass(), d.errorMessage(), d.attempts()))
+              .toList()));
     }
     return Optional.empty();
   }

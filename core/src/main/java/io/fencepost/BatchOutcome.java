@@ -16,9 +16,16 @@ public sealed interface BatchOutcome permits BatchOutcome.Applied, BatchOutcome.
    *
    * @param nextOffset the partition's stored next offset after the batch
    * @param written whether this batch made a journal write (false when it was all redeliveries)
+   * @param deadLettered dead letters journaled by this batch
    */
   record Applied(PartitionId partition, long nextOffset, int applied, int droppedRedelivery, int droppedByKey,
-      boolean written) implements BatchOutcome {
+      boolean written, int deadLettered) implements BatchOutcome {
+
+    /** An outcome without dead letters. */
+    public Applied(PartitionId partition, long nextOffset, int applied, int droppedRedelivery, int droppedByKey,
+        boolean written) {
+      this(partition, nextOffset, applied, droppedRedelivery, droppedByKey, written, 0);
+    }
   }
 
   /**

@@ -20,7 +20,7 @@ public record GuaranteeStatement(DeliveryMode mode, String hop1, String hop2, St
   /** The statement for these settings; {@code journal} names where effects are written. */
   public static GuaranteeStatement of(PartitionActorSettings s, String journal) {
     String hop1 = s.keyWindowEnabled()
-        ? "business-key window " + human(s.keyWindowMaxAge()) + " / " + String.format("%,d", s.keyWindowMaxKeys())
+        ? "business-key window " + human(s.keyWindowMaxAge()) + " / " + String.format(java.util.Locale.ROOT, "%,d", s.keyWindowMaxKeys())
             + " keys per partition (a re-send older than the window is applied again)"
         : "none: business-key window off; a producer-side re-send at a new offset is applied again";
     String hop2 = "offset fence, no expiry: offsets below the stored next offset are dropped";
@@ -45,7 +45,7 @@ public record GuaranteeStatement(DeliveryMode mode, String hop1, String hop2, St
     return d.toMillis() + "ms";
   }
 
-  /** One line per hop, as logged at start. */
+  /** The whole statement on one line ({@code mode; hop 1: ...; hop 2: ...; hop 3: ...}), as logged at start. */
   public String render() {
     return mode.configValue() + "; hop 1: " + hop1 + "; hop 2: " + hop2 + "; hop 3: " + hop3;
   }

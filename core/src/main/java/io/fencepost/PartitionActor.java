@@ -23,7 +23,8 @@ import org.slf4j.Logger;
  *   public LedgerActor(PartitionContext context) { super(context); }
  *   @Override protected Ledger emptyState() { return Ledger.EMPTY; }
  *   @Override protected Effects<Credited> onRecord(Ledger ledger, Inbound<Payment> in) {
- *     return Effects.persist(new Credited(in.value().merchantId(), in.value().cents(), in.value().paymentId()));
+ *     Payment p = in.value();
+ *     return Effects.persist(new Credited(p.merchantId(), p.amountCents(), p.paymentId(), in.offset()));
  *   }
  *   @Override protected Ledger applyEvent(Ledger ledger, Credited e) { return ledger.credit(e); }
  *   @Override protected Optional<String> businessKey(Inbound<Payment> in) { return Optional.of(in.value().paymentId()); }
@@ -31,7 +32,9 @@ import org.slf4j.Logger;
  * }</pre>
  *
  * <p>Events and state must be serializable by Pekko (implement {@link JacksonSerializable} or bind a
- * serializer); state should be immutable: {@link #applyEvent} returns a new state.
+ * serializer). State must be immutable: {@link #applyEvent} returns a new state and never changes the
+ * one it is given, because a batch's events are first folded into a tentative state that is dropped
+ * when the batch is rejected.
  *
  * @param <V> the record value type
  * @param <S> the partition's state
@@ -65,9 +68,9 @@ public abstract class PartitionActor<V, S, E> {
   protected abstract Effects<E> onRecord(S state, Inbound<V> record);
 
   /**
-   * Applies one event to the state and returns the new state. Runs for every event when it is
-   * written <em>and again during every recovery</em>: it must be deterministic and free of side
-   * effects (no I/O, no clock, no randomness).
+   * Applies one event to the state and returns the new state, leaving the given one unchanged. Runs
+   * for every event when its batch is prepared <em>and again during every recovery</em>: it must be
+   * deterministic and free of side effects (no I/O, no clock, no randomness).
    */
   protected abstract S applyEvent(S state, E event);
 

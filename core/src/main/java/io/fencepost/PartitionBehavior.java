@@ -11,9 +11,11 @@ import java.util.UUID;
 
 import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
+import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
 import io.fencepost.internal.BatchEvent;
+import io.fencepost.internal.DeadLetterEntry;
 import io.fencepost.internal.KeyDigest;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionMetrics;
@@ -64,6 +66,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private org.apache.pekko.actor.typed.ActorRef<BatchOutcome> pendingReplyTo;
   private long pendingBatchesBefore;
   private long pendingStartNanos;
+  // at-most-once: the records whose effects run once the offset write is durable
+  private List<Inbound<?>> pendingAccepted;
 
   private long droppedRedelivery;
   private boolean statementLogged;
@@ -127,7 +131,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           stored.window().forEach(window::add);
         }
         return new PartitionState<>(stored.user(), stored.nextOffset(), window, stored.lastIncarnation(),
-            stored.appliedRecords(), stored.droppedByKey(), stored.batches(), stored.lastWriteMillis());
+            stored.appliedRecords(), stored.droppedByKey(), stored.batches(), stored.lastWriteMillis(),
+            stored.deadLettered());
       }
     };
   }
@@ -165,9 +170,15 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     BatchOutcome.Applied outcome = pendingOutcome;
     long before = pendingBatchesBefore;
     clearPending();
+    List<Inbound<?>> accepted = pendingAccepted;
+    pendingAccepted = null;
     if (state.batches() > before && incarnation.equals(state.lastIncarnation())
         && state.nextOffset() >= event.nextOffset() && state.batches() == before + 1) {
       // The write committed although the journal reported a failure (e.g. a timeout).
+      metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
+      if (accepted != null) {
+        ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
+      }
       replyTo.tell(outcome);
       return;
     }
@@ -209,7 +220,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return new PartitionStatus(partition,
         state.nextOffset() == PartitionState.NO_OFFSET ? OptionalLong.empty() : OptionalLong.of(state.nextOffset()),
         state.appliedRecords(), state.droppedByKey(), droppedRedelivery,
-        state.window() == null ? 0 : state.window().size(), incarnation, ctx.getSystem().address().toString());
+        state.window() == null ? 0 : state.window().size(), incarnation, ctx.getSystem().address().toString(),
+        state.deadLettered());
   }
 
   @Override
@@ -232,33 +244,52 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return state.apply(event, user);
   }
 
-  /** The records of a batch after dropping redeliveries and key duplicates. */
+  /** The records of a batch after dropping redeliveries, key duplicates and dead letters. */
   private final class Selection {
     final List<Inbound<V>> fresh = new ArrayList<>();
     final List<Long> freshDigests = new ArrayList<>();
+    final List<DeadLetterEntry> deadLetters = new ArrayList<>();
     long nextOffset;
     int droppedRedelivery;
     int droppedByKey;
   }
 
   @SuppressWarnings("unchecked")
-  private Selection select(PartitionState<S> state, List<Inbound<?>> records) {
-    List<Inbound<?>> sorted = new ArrayList<>(records);
-    sorted.sort(BY_OFFSET);
-    Selection sel = new Selection();
-    sel.nextOffset = state.nextOffset();
-    Set<Digest> batchKeys = new HashSet<>();
-    KeyWindow window = state.window();
-    for (Inbound<?> raw : sorted) {
+  private Selection select(PartitionState<S> state, List<Inbound<?>> records, List<DeadLetter> deadLetters) {
+    java.util.TreeMap<Long, Object> byOffset = new java.util.TreeMap<>();
+    for (Inbound<?> raw : records) {
       if (!raw.partition().equals(partition)) {
         throw new FatalException("[" + partition.entityId() + "] received a record of another partition ["
             + raw.partition().entityId() + "] at offset [" + raw.offset() + "]; the pipeline routes wrongly");
       }
-      Inbound<V> record = (Inbound<V>) raw;
-      if (sel.nextOffset != PartitionState.NO_OFFSET && record.offset() < sel.nextOffset) {
+      byOffset.put(raw.offset(), raw);
+    }
+    for (DeadLetter d : deadLetters) {
+      if (!d.partition().equals(partition)) {
+        throw new FatalException("[" + partition.entityId() + "] received a dead letter of another partition ["
+            + d.partition().entityId() + "] at offset [" + d.offset() + "]; the pipeline routes wrongly");
+      }
+      byOffset.put(d.offset(), d);   // a dead letter replaces the record at its offset
+    }
+    Selection sel = new Selection();
+    sel.nextOffset = state.nextOffset();
+    Set<Digest> batchKeys = new HashSet<>();
+    KeyWindow window = state.window();
+    for (Object item : byOffset.values()) {
+      long offset = item instanceof DeadLetter d ? d.offset() : ((Inbound<?>) item).offset();
+      if (sel.nextOffset != PartitionState.NO_OFFSET && offset < sel.nextOffset) {
         sel.droppedRedelivery++;
         continue;
       }
+      if (item instanceof DeadLetter d) {
+        sel.deadLetters.add(new DeadLetterEntry(d.offset(), d.key().orElse(""), d.errorClass(), d.errorMessage(),
+            d.attempts()));
+        sel.nextOffset = d.offset() + 1;
+        ctx.getLog().warn("[{}] offset [{}] dead-lettered after {} attempt(s): {}: {}", partition.shortName(),
+            d.offset(), d.attempts(), d.errorClass(), d.errorMessage());
+        continue;
+      }
+      Inbound<V> record = (Inbound<V>) item;
       Optional<String> key = window == null ? Optional.empty() : actor.callBusinessKey(record);
       if (key.isPresent()) {
         digest.digest(key.get(), digestOut);
@@ -286,7 +317,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       PartitionCommand.ApplyBatch cmd) {
     Selection sel;
     try {
-      sel = select(state, cmd.records());
+      sel = select(state, cmd.records(), cmd.deadLetters());
     } catch (FencepostException e) {
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, e));
     }
@@ -295,7 +326,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (sel.nextOffset == state.nextOffset()) {
       // Every record was a redelivery: acknowledged without a write.
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Applied(partition, state.nextOffset(), 0,
-          sel.droppedRedelivery, sel.droppedByKey, false));
+          sel.droppedRedelivery, sel.droppedByKey, false, 0));
     }
     if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE) {
       return acceptAtMostOnce(state, cmd, sel);
@@ -307,10 +338,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       try {
         effects = actor.callOnRecord(user, record);
       } catch (RuntimeException e) {
-        // Events of earlier records were folded into a state that is now discarded; should the
-        // user's state be mutable, restarting from the journal is the only clean copy.
-        return Effect().stop().thenReply(cmd.replyTo(),
-            s -> new BatchOutcome.Rejected(partition, handlerFailure(record, e)));
+        // The events of earlier records were folded into a new state that is simply dropped (the
+        // state is immutable: applyEvent returns a new one), so the actor goes on from its last write.
+        return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, handlerFailure(record, e)));
       }
       for (E event : effects.events()) {
         user = actor.callApplyEvent(user, event);
@@ -318,19 +348,20 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       }
     }
     BatchEvent event = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), events,
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey);
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters);
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
-        sel.droppedRedelivery, sel.droppedByKey, true);
+        sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size());
     return persist(state, event, user, outcome, cmd.replyTo());
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd, Selection sel) {
     BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey);
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters);
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
-        sel.droppedRedelivery, sel.droppedByKey, true);
+        sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size());
     List<Inbound<?>> accepted = List.copyOf(sel.fresh);
+    pendingAccepted = accepted;
     pendingEvent = accept;
     pendingUserState = state.user();
     pendingOutcome = outcome;
@@ -340,6 +371,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return Effect().persist(accept)
         .thenRun(s -> {
           written(outcome);
+          pendingAccepted = null;
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
         })
@@ -395,12 +427,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   }
 
   private FencepostException handlerFailure(Inbound<V> record, RuntimeException e) {
-    String message = "[" + partition.entityId() + "] handler failed at offset [" + record.offset() + "]"
-        + record.key().map(k -> " key [" + k + "]").orElse("") + ": " + e + "; nothing of the batch was applied";
-    if (e instanceof FencepostException fe && fe.isRetriable()) {
-      return new RetriableException(message, e);
-    }
-    return new FatalException(message, e);
+    boolean retriable = e instanceof FencepostException fe && fe.isRetriable();
+    return new HandlerFailedException(partition.entityId(), record.offset(), retriable, e.getClass().getName(),
+        e.getMessage(), e);
   }
 
   /** Monotonic per partition, so the key window's clock never runs backwards across nodes. */

@@ -16,11 +16,20 @@ public sealed interface PartitionCommand
   /**
    * Apply a batch of records of this partition, in offset order. The reply comes after the journal
    * write is durable (or at once, without a write, when every record is a redelivery).
+   * {@code deadLetters} are records already published to the dead-letter topic: they are journaled
+   * and the offset moves past them, in the same write; a dead letter replaces a record at its offset.
    */
-  record ApplyBatch(List<Inbound<?>> records, ActorRef<BatchOutcome> replyTo) implements PartitionCommand {
+  record ApplyBatch(List<Inbound<?>> records, List<DeadLetter> deadLetters, ActorRef<BatchOutcome> replyTo)
+      implements PartitionCommand {
     public ApplyBatch {
       records = List.copyOf(records);
+      deadLetters = List.copyOf(deadLetters);
       Objects.requireNonNull(replyTo, "replyTo");
+    }
+
+    /** A batch without dead letters. */
+    public ApplyBatch(List<Inbound<?>> records, ActorRef<BatchOutcome> replyTo) {
+      this(records, List.of(), replyTo);
     }
   }
 

@@ -12,7 +12,9 @@ import java.util.OptionalLong;
  * @param windowKeys business keys in the window now
  * @param incarnation this incarnation's id
  * @param node the address of the actor system the actor runs in, e.g. {@code pekko://ledger@127.0.0.1:2551}
+ * @param deadLettered records dead-lettered over the partition's history (journaled)
  */
 public record PartitionStatus(PartitionId partition, OptionalLong nextOffset, long appliedRecords,
-    long droppedByKey, long droppedRedelivery, int windowKeys, String incarnation, String node) {
+    long droppedByKey, long droppedRedelivery, int windowKeys, String incarnation, String node,
+    long deadLettered) {
 }

@@ -13,9 +13,11 @@ import io.fencepost.PartitionId;
  * @param appliedRecords records applied over the partition's history
  * @param droppedByKey records dropped by business key over the partition's history
  * @param droppedRedelivery redeliveries dropped by the current actor incarnation
+ * @param deadLettered records dead-lettered over the partition's history
  * @param retries batches resent by this node after a rejection or timeout
  * @param lastError the last rejection or timeout seen for this partition, or empty
  */
 public record PartitionView(PartitionId partition, String ownerNode, OptionalLong nextOffset, OptionalLong lag,
-    long appliedRecords, long droppedByKey, long droppedRedelivery, long retries, String lastError) {
+    long appliedRecords, long droppedByKey, long droppedRedelivery, long deadLettered, long retries,
+    String lastError) {
 }

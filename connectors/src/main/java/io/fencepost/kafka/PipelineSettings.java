@@ -39,13 +39,47 @@ public final class PipelineSettings {
   private final Duration drainTimeout;
   private final Map<String, String> kafkaClients;
   private final PartitionActorSettings partitionActor;
+  private final Duration handlerRetryInitial;
+  private final Duration handlerRetryMax;
+  private final double handlerRetryMultiplier;
+  private final int handlerRetryMaxAttempts;
+  private final String deadLetterSuffix;
+  private final boolean deadLetterCreateTopic;
+  private final int deadLetterMaxRecordBytes;
+  private final Map<String, String> deadLetterProducer;
+  private final Extra extra;
+
+  /** The settings read from configuration that only the copy methods pass along unchanged. */
+  private record Extra(Duration retryInitial, Duration retryMax, double retryMultiplier, int retryMaxAttempts,
+      String dltSuffix, boolean dltCreate, int dltMaxBytes, Map<String, String> dltProducer) {
+  }
 
   private PipelineSettings(String name, String bootstrapServers, List<String> topics, String groupId,
       String autoOffsetReset, int maxBatchRecords, Duration maxBatchLatency, Duration askTimeout,
       Duration retryBackoffMin, Duration retryBackoffMax, Duration shardHandoffTimeout, int commitMaxBatch,
       Duration commitMaxInterval, Duration drainTimeout, Map<String, String> kafkaClients,
-      PartitionActorSettings partitionActor) {
+      PartitionActorSettings partitionActor, Extra extra) {
     String p = "fencepost.pipelines." + name + ".";
+    this.handlerRetryInitial = positive(p + "handler-retry.initial", extra.retryInitial());
+    this.handlerRetryMax = positive(p + "handler-retry.max", extra.retryMax());
+    if (extra.retryMax().compareTo(extra.retryInitial()) < 0) {
+      throw new SettingsException(p + "handler-retry.max", extra.retryMax(),
+          "must be >= handler-retry.initial [" + extra.retryInitial() + "]");
+    }
+    if (!(extra.retryMultiplier() >= 1.0)) {
+      throw new SettingsException(p + "handler-retry.multiplier", extra.retryMultiplier(), "must be >= 1.0");
+    }
+    this.handlerRetryMultiplier = extra.retryMultiplier();
+    this.handlerRetryMaxAttempts = positive(p + "handler-retry.max-attempts", extra.retryMaxAttempts());
+    if (extra.dltSuffix().isEmpty()) {
+      throw new SettingsException(p + "dead-letter.topic-suffix", "", "must not be empty (the source topic itself)");
+    }
+    this.deadLetterSuffix = extra.dltSuffix();
+    this.deadLetterCreateTopic = extra.dltCreate();
+    this.deadLetterMaxRecordBytes = positive(p + "dead-letter.max-record-bytes", extra.dltMaxBytes());
+    io.fencepost.kafka.internal.ProducerSafety.check(extra.dltProducer(), p + "dead-letter.producer-kafka-clients");
+    this.deadLetterProducer = Map.copyOf(extra.dltProducer());
+    this.extra = extra;
     this.name = name;
     this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
     for (String t : topics) {
@@ -174,8 +208,28 @@ public final class PipelineSettings {
       Duration commitInterval = section.getDuration(key);
       key = "drain-timeout";
       Duration drain = section.getDuration(key);
+      key = "handler-retry.initial";
+      Duration retryInitial = section.getDuration(key);
+      key = "handler-retry.max";
+      Duration retryMax = section.getDuration(key);
+      key = "handler-retry.multiplier";
+      double multiplier = section.getDouble(key);
+      key = "handler-retry.max-attempts";
+      int attempts = section.getInt(key);
+      key = "dead-letter.topic-suffix";
+      String suffix = section.getString(key);
+      key = "dead-letter.create-topic";
+      boolean create = section.getBoolean(key);
+      key = "dead-letter.max-record-bytes";
+      int maxBytes = section.getInt(key);
+      key = "dead-letter.producer-kafka-clients";
+      Map<String, String> producer = new TreeMap<>();
+      for (Map.Entry<String, ConfigValue> e : section.getConfig(key).entrySet()) {
+        producer.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
+      }
       return new PipelineSettings(name, bootstrap, topics, group, reset, maxRecords, maxLatency, ask, min, max,
-          handoff, commitBatch, commitInterval, drain, clients, actor);
+          handoff, commitBatch, commitInterval, drain, clients, actor,
+          new Extra(retryInitial, retryMax, multiplier, attempts, suffix, create, maxBytes, producer));
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(own + "." + key, "?", "has the wrong type or format (" + e.getMessage() + ")");
     } catch (ConfigException.Missing e) {
@@ -187,7 +241,7 @@ public final class PipelineSettings {
       Duration maxLatency, Map<String, String> clients, PartitionActorSettings actor) {
     return new PipelineSettings(name, bootstrap, topics, group, autoOffsetReset, maxRecords, maxLatency, askTimeout,
         retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch, commitMaxInterval, drainTimeout,
-        clients, actor);
+        clients, actor, extra);
   }
 
   public PipelineSettings withBootstrapServers(String value) {
@@ -281,6 +335,57 @@ public final class PipelineSettings {
     return partitionActor;
   }
 
+  public Duration handlerRetryInitial() {
+    return handlerRetryInitial;
+  }
+
+  public Duration handlerRetryMax() {
+    return handlerRetryMax;
+  }
+
+  public double handlerRetryMultiplier() {
+    return handlerRetryMultiplier;
+  }
+
+  /** Attempts in all (the first included) before a retriable handler failure is dead-lettered. */
+  public int handlerRetryMaxAttempts() {
+    return handlerRetryMaxAttempts;
+  }
+
+  /** The dead-letter topic of {@code topic}. */
+  public String deadLetterTopic(String topic) {
+    return topic + deadLetterSuffix;
+  }
+
+  public boolean deadLetterCreateTopic() {
+    return deadLetterCreateTopic;
+  }
+
+  public int deadLetterMaxRecordBytes() {
+    return deadLetterMaxRecordBytes;
+  }
+
+  /** Pass-through properties of the dead-letter producer (already validated). */
+  public Map<String, String> deadLetterProducer() {
+    return deadLetterProducer;
+  }
+
+  /** A copy with another handler-retry policy. */
+  public PipelineSettings withHandlerRetry(Duration initial, Duration max, double multiplier, int maxAttempts) {
+    return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
+        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
+        commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(initial, max, multiplier,
+        maxAttempts, deadLetterSuffix, deadLetterCreateTopic, deadLetterMaxRecordBytes, deadLetterProducer));
+  }
+
+  /** A copy with another dead-letter policy. */
+  public PipelineSettings withDeadLetter(String topicSuffix, boolean createTopic, int maxRecordBytes) {
+    return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
+        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
+        commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(handlerRetryInitial, handlerRetryMax,
+        handlerRetryMultiplier, handlerRetryMaxAttempts, topicSuffix, createTopic, maxRecordBytes, deadLetterProducer));
+  }
+
   @Override
   public String toString() {
     return "PipelineSettings(name=" + name + ", bootstrapServers=" + bootstrapServers + ", topics=" + topics
@@ -288,6 +393,8 @@ public final class PipelineSettings {
         + maxBatchLatency + ", askTimeout=" + askTimeout + ", retryBackoff=" + retryBackoffMin + ".."
         + retryBackoffMax + ", shardHandoffTimeout=" + shardHandoffTimeout + ", commit=" + commitMaxBatch + "/"
         + commitMaxInterval + ", drainTimeout=" + drainTimeout + ", kafkaClients=" + kafkaClients.keySet()
-        + ", partitionActor=" + partitionActor + ")";
+        + ", handlerRetry=" + handlerRetryInitial + ".." + handlerRetryMax + " x" + handlerRetryMultiplier + " /"
+        + handlerRetryMaxAttempts + ", deadLetter=*" + deadLetterSuffix + (deadLetterCreateTopic ? " (create)" : "")
+        + " max " + deadLetterMaxRecordBytes + " B, partitionActor=" + partitionActor + ")";
   }
 }

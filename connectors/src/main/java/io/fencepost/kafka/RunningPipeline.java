@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 import io.fencepost.BatchOutcome;
+import io.fencepost.DeadLetter;
 import io.fencepost.GuaranteeStatement;
 import io.fencepost.Inbound;
 import io.fencepost.PartitionActor;
@@ -26,15 +27,21 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
-import io.fencepost.errors.FencepostException;
-import io.fencepost.errors.PartitionFencedException;
+import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.SettingsException;
+import io.fencepost.kafka.internal.DeadLetterHeaders;
+import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.pekko.Done;
@@ -79,8 +86,10 @@ final class RunningPipeline<V> implements Pipeline {
   private final ExternalShardAllocationClient allocation;
   private final Address self;
   private final Admin admin;
+  private final KafkaProducer<byte[], byte[]> deadLetterProducer;
+  private final Map<String, Integer> deadLetterPartitions = new ConcurrentHashMap<>();
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
-  private Consumer.DrainingControl<Done> control;
+  private volatile Consumer.DrainingControl<Done> control;
   private CompletionStage<Done> stopped;
 
   /** What this node knows of a partition it consumes. */
@@ -113,6 +122,9 @@ final class RunningPipeline<V> implements Pipeline {
       }
     });
     this.admin = Admin.create(adminProps);
+    this.deadLetterProducer = new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(),
+        settings.deadLetterProducer(), "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients"),
+        new ByteArraySerializer(), new ByteArraySerializer());
   }
 
   static GuaranteeStatement guarantee(ActorSystem<?> system, PipelineSettings settings) {
@@ -125,8 +137,69 @@ final class RunningPipeline<V> implements Pipeline {
   static <V> Pipeline start(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
       Deserializer<V> valueDeserializer, PipelineSettings settings) {
     RunningPipeline<V> p = new RunningPipeline<>(system, factory, valueDeserializer, settings);
-    p.run();
+    try {
+      p.checkTopics();
+    } catch (RuntimeException e) {
+      p.admin.close(Duration.ofSeconds(5));
+      p.deadLetterProducer.close(Duration.ofSeconds(5));
+      throw e;
+    }
+    log.info("[{}] starting on [{}], group [{}], topics {}; guarantee: {}", settings.name(), p.self,
+        settings.groupId(), settings.topics(), p.guarantee.render());
+    // Leaving the cluster (SIGTERM, ActorSystem.terminate) drains this node's batches first.
+    CoordinatedShutdown.get(system).addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind(),
+        "fencepost-pipeline-" + settings.name(), p::stop);
+    synchronized (p) {
+      p.run();
+    }
     return p;
+  }
+
+  /** Source topics must exist; dead-letter topics are created (same partition count) or must exist. */
+  private void checkTopics() {
+    String p = "fencepost.pipelines." + settings.name() + ".";
+    Map<String, org.apache.kafka.clients.admin.TopicDescription> sources;
+    try {
+      sources = admin.describeTopics(settings.topics()).allTopicNames().get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw new SettingsException(p + "topics", settings.topics(), "must name existing topics at "
+          + settings.bootstrapServers() + " (" + e.getCause().getMessage() + "): create them or fix the names");
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot reach Kafka at " + settings.bootstrapServers()
+          + " to check topics " + settings.topics() + ": " + e, e);
+    }
+    for (String topic : settings.topics()) {
+      String dlt = settings.deadLetterTopic(topic);
+      int partitions = sources.get(topic).partitions().size();
+      try {
+        int existing = admin.describeTopics(List.of(dlt)).allTopicNames().get(30, java.util.concurrent.TimeUnit.SECONDS)
+            .get(dlt).partitions().size();
+        deadLetterPartitions.put(dlt, existing);
+      } catch (java.util.concurrent.ExecutionException e) {
+        if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
+          throw new IllegalStateException("cannot check dead-letter topic [" + dlt + "]: " + e.getCause(), e);
+        }
+        if (!settings.deadLetterCreateTopic()) {
+          throw new SettingsException(p + "dead-letter.create-topic", false, "is off and dead-letter topic [" + dlt
+              + "] does not exist: create it with " + partitions + " partitions, or turn the setting on");
+        }
+        try {
+          admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic(dlt, partitions, (short) -1)))
+              .all().get(30, java.util.concurrent.TimeUnit.SECONDS);
+          log.info("[{}] created dead-letter topic [{}] with {} partitions", settings.name(), dlt, partitions);
+        } catch (java.util.concurrent.ExecutionException ce) {
+          if (!(ce.getCause() instanceof org.apache.kafka.common.errors.TopicExistsException)) {
+            throw new IllegalStateException("cannot create dead-letter topic [" + dlt + "]: " + ce.getCause()
+                + "; create it by hand or grant the pipeline CREATE on it", ce);
+          }
+        } catch (Exception ce) {
+          throw new IllegalStateException("cannot create dead-letter topic [" + dlt + "]: " + ce, ce);
+        }
+        deadLetterPartitions.put(dlt, partitions);
+      } catch (Exception e) {
+        throw new IllegalStateException("cannot check dead-letter topic [" + dlt + "]: " + e, e);
+      }
+    }
   }
 
   /** Shard id = entity id = group|topic|partition: one shard per partition, placed by the Kafka assignment. */
@@ -149,8 +222,6 @@ final class RunningPipeline<V> implements Pipeline {
   }
 
   private void run() {
-    log.info("[{}] starting on [{}], group [{}], topics {}; guarantee: {}", settings.name(), self,
-        settings.groupId(), settings.topics(), guarantee.render());
     String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     if (!isolation.equals("read_committed")) {
       log.warn("[{}] kafka-clients.isolation.level is [{}]: records of aborted producer transactions are applied "
@@ -175,13 +246,25 @@ final class RunningPipeline<V> implements Pipeline {
         .flatMapMerge(Integer.MAX_VALUE / 2, tpAndSource -> partitionFlow(tpAndSource.first(), tpAndSource.second()))
         .toMat(Committer.sink(committerSettings), Keep.both())
         .run(system);
-    control = Consumer.createDrainingControl(pair);
-    // Leaving the cluster (SIGTERM, ActorSystem.terminate) drains this node's batches first.
-    CoordinatedShutdown.get(system).addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind(),
-        "fencepost-pipeline-" + settings.name(), this::stop);
-    control.streamCompletion().whenComplete((done, error) -> {
+    Consumer.DrainingControl<Done> current = Consumer.createDrainingControl(pair);
+    control = current;
+    current.streamCompletion().whenComplete((done, error) -> {
       if (error != null) {
-        log.error("[{}] consumer stream failed: {}", settings.name(), error.toString(), error);
+        synchronized (this) {
+          if (stopped != null || control != current) {
+            return;
+          }
+        }
+        Duration wait = settings.retryBackoffMax();
+        log.error("[{}] consumer stream failed; restarting it in {} s (partitions are re-assigned and seek to "
+            + "their actors' offsets): {}", settings.name(), wait.toSeconds(), error.toString(), error);
+        system.scheduler().scheduleOnce(wait, () -> {
+          synchronized (this) {
+            if (stopped == null && control == current) {
+              run();
+            }
+          }
+        }, system.executionContext());
       }
     });
   }
@@ -244,11 +327,11 @@ final class RunningPipeline<V> implements Pipeline {
       }
       if (Instant.now().isAfter(deadline)) {
         if (error != null) {
-          // Without the stored offset we cannot seek safely: fail the assignment, the consumer restarts.
-          CompletableFuture<OptionalLong> failed = new CompletableFuture<>();
-          failed.completeExceptionally(new IllegalStateException("[" + id.shortName() + "] actor did not answer "
-              + "within shard-handoff-timeout " + settings.shardHandoffTimeout() + ": " + error, error));
-          return failed;
+          // Without the stored offset there is no safe seek: keep asking (the assignment waits).
+          log.warn("[{}] actor of [{}] has not answered for {} (shard-handoff-timeout passed): {}; still asking",
+              settings.name(), id.shortName(), settings.shardHandoffTimeout(), error.toString());
+          return Patterns.after(Duration.ofSeconds(1), system.classicSystem().scheduler(), system.executionContext(),
+              () -> localPosition(id, Instant.now().plus(Duration.ofSeconds(5)))).toCompletableFuture();
         }
         log.warn("[{}] shard of [{}] still on [{}] after shard-handoff-timeout {}; consuming anyway (fencing keeps "
             + "the remote actor's writes safe)", settings.name(), id.shortName(), status.node(),
@@ -276,61 +359,162 @@ final class RunningPipeline<V> implements Pipeline {
     PartitionProgress progress = assigned.computeIfAbsent(id, k -> new PartitionProgress());
     return records
         .groupedWithin(settings.maxBatchRecords(), settings.maxBatchLatency())
-        .mapAsync(1, batch -> applyUntilDone(id, progress, batch, 0))
+        .mapAsync(1, batch -> {
+          BatchWork work = new BatchWork(id, progress, batch);
+          return publishDeadLetters(work, work.deadLetters).thenCompose(v -> applyUntilDone(work, 0));
+        })
         .mapConcat(o -> o.map(List::of).orElse(List.of()));
   }
 
-  /**
-   * Sends the batch to its actor until it is applied; never skips it. Stops trying (without
-   * committing) once the partition is revoked: the next owner reads the actor's stored offset.
-   */
-  private CompletionStage<Optional<ConsumerMessage.CommittableOffset>> applyUntilDone(PartitionId id,
-      PartitionProgress progress, List<ConsumerMessage.CommittableMessage<byte[], byte[]>> batch, int attempt) {
-    List<Inbound<?>> records = new ArrayList<>(batch.size());
-    for (ConsumerMessage.CommittableMessage<byte[], byte[]> m : batch) {
-      records.add(toInbound(id, m.record()));
+  /** One batch on its way to its actor: decoded records, dead letters, attempts per failing offset. */
+  private final class BatchWork {
+    final PartitionId id;
+    final PartitionProgress progress;
+    final List<ConsumerMessage.CommittableMessage<byte[], byte[]>> batch;
+    final Map<Long, ConsumerRecord<byte[], byte[]>> raw = new HashMap<>();
+    final List<Inbound<?>> records = new ArrayList<>();
+    final List<DeadLetter> deadLetters = new ArrayList<>();
+    final Map<Long, Integer> handlerAttempts = new HashMap<>();
+
+    BatchWork(PartitionId id, PartitionProgress progress, List<ConsumerMessage.CommittableMessage<byte[], byte[]>> batch) {
+      this.id = id;
+      this.progress = progress;
+      this.batch = batch;
+      for (ConsumerMessage.CommittableMessage<byte[], byte[]> m : batch) {
+        ConsumerRecord<byte[], byte[]> r = m.record();
+        raw.put(r.offset(), r);
+        try {
+          records.add(toInbound(id, r));
+        } catch (RuntimeException e) {
+          deadLetters.add(new DeadLetter(id, r.offset(), key(r), e.getClass().getName(), e.getMessage(), 1));
+        }
+      }
     }
-    return applyUntilDone(id, progress, batch, records, attempt);
+
+    long first() {
+      return batch.get(0).record().offset();
+    }
+
+    long last() {
+      return batch.get(batch.size() - 1).record().offset();
+    }
   }
 
-  private CompletionStage<Optional<ConsumerMessage.CommittableOffset>> applyUntilDone(PartitionId id,
-      PartitionProgress progress, List<ConsumerMessage.CommittableMessage<byte[], byte[]>> batch,
-      List<Inbound<?>> records, int attempt) {
-    if (progress.revoked) {
+  /**
+   * Publishes dead letters to the dead-letter topic and waits for the broker's acknowledgement: only
+   * then may the actor journal them and move the offset past them. A crash in between publishes
+   * them again on redelivery, with the same {@code fencepost.dead-letter-id} header.
+   */
+  private CompletionStage<Void> publishDeadLetters(BatchWork work, List<DeadLetter> letters) {
+    List<CompletableFuture<Void>> acks = new ArrayList<>();
+    for (DeadLetter d : letters) {
+      ConsumerRecord<byte[], byte[]> r = work.raw.get(d.offset());
+      String dlt = settings.deadLetterTopic(r.topic());
+      int partitions = deadLetterPartitions.getOrDefault(dlt, 1);
+      ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(dlt, r.partition() % partitions, r.key(), r.value());
+      for (Header h : r.headers()) {
+        out.headers().add(h);
+      }
+      DeadLetterHeaders.add(out.headers(), work.id, r.topic(), r.partition(), r.offset(), r.timestamp(),
+          d.errorClass(), d.errorMessage(), d.attempts());
+      CompletableFuture<Void> ack = new CompletableFuture<>();
+      deadLetterProducer.send(out, (md, e) -> {
+        if (e == null) {
+          ack.complete(null);
+        } else {
+          ack.completeExceptionally(e);
+        }
+      });
+      acks.add(ack);
+    }
+    return CompletableFuture.allOf(acks.toArray(new CompletableFuture[0])).handle((v, e) -> {
+      if (e != null) {
+        // Never move past a record whose dead letter is not durable: retry the publication.
+        log.warn("[{}] publishing {} dead letter(s) failed, retrying: {}", work.id.shortName(), letters.size(), e.toString());
+        return Patterns.after(settings.retryBackoffMin(), system.classicSystem().scheduler(), system.executionContext(),
+            () -> publishDeadLetters(work, letters)).toCompletableFuture();
+      }
+      return CompletableFuture.<Void>completedFuture(null);
+    }).thenCompose(f -> f);
+  }
+
+  /**
+   * Sends the batch to its actor until it is applied; never skips it. Handler failures are retried
+   * (retriable ones, up to handler-retry.max-attempts) or dead-lettered; journal failures, fences and
+   * timeouts are resent with backoff. Stops trying (without committing) once the partition is
+   * revoked: the next owner reads the actor's stored offset.
+   */
+  private CompletionStage<Optional<ConsumerMessage.CommittableOffset>> applyUntilDone(BatchWork work, int attempt) {
+    if (work.progress.revoked) {
       return CompletableFuture.completedFuture(Optional.empty());
     }
     CompletionStage<BatchOutcome> reply = AskPattern.ask(region,
-        (ActorRef<BatchOutcome> replyTo) -> new ShardingEnvelope<>(id.entityId(),
-            new PartitionCommand.ApplyBatch(records, replyTo)),
+        (ActorRef<BatchOutcome> replyTo) -> new ShardingEnvelope<>(work.id.entityId(),
+            new PartitionCommand.ApplyBatch(work.records, work.deadLetters, replyTo)),
         settings.askTimeout(), system.scheduler());
     return reply.handle((outcome, error) -> {
       if (outcome instanceof BatchOutcome.Applied) {
         return CompletableFuture.completedFuture(
-            Optional.of(batch.get(batch.size() - 1).committableOffset()));
+            Optional.of(work.batch.get(work.batch.size() - 1).committableOffset()));
+      }
+      if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof HandlerFailedException h) {
+        return onHandlerFailure(work, h, attempt);
       }
       String reason;
       if (outcome instanceof BatchOutcome.Rejected rejected) {
-        FencepostException e = rejected.error();
-        reason = e.getMessage();
-        if (e instanceof PartitionFencedException) {
-          log.warn("[{}] {}", id.shortName(), reason);
-        } else if (!e.isRetriable()) {
-          log.error("[{}] batch at offsets [{}..{}] rejected as fatal; the partition retries it and does not move "
-              + "on (nothing is skipped): {}", id.shortName(), records.get(0).offset(),
-              records.get(records.size() - 1).offset(), reason);
-        }
+        reason = rejected.error().getMessage();
       } else {
         reason = error instanceof TimeoutException || (error != null && error.getCause() instanceof TimeoutException)
             ? "no reply within ask-timeout " + settings.askTimeout() : String.valueOf(error);
       }
-      progress.retries.incrementAndGet();
-      progress.lastError = reason;
+      work.progress.retries.incrementAndGet();
+      work.progress.lastError = reason;
       Duration backoff = backoff(attempt);
-      log.warn("[{}] batch at offsets [{}..{}] not applied (attempt {}): {}; resending in {} ms", id.shortName(),
-          records.get(0).offset(), records.get(records.size() - 1).offset(), attempt + 1, reason, backoff.toMillis());
+      log.warn("[{}] batch at offsets [{}..{}] not applied (attempt {}): {}; resending in {} ms", work.id.shortName(),
+          work.first(), work.last(), attempt + 1, reason, backoff.toMillis());
       return Patterns.after(backoff, system.classicSystem().scheduler(), system.executionContext(),
-          () -> applyUntilDone(id, progress, batch, records, attempt + 1)).toCompletableFuture();
+          () -> applyUntilDone(work, attempt + 1)).toCompletableFuture();
     }).thenCompose(f -> f);
+  }
+
+  private CompletionStage<Optional<ConsumerMessage.CommittableOffset>> onHandlerFailure(BatchWork work,
+      HandlerFailedException h, int attempt) {
+    int tries = work.handlerAttempts.merge(h.offset(), 1, Integer::sum);
+    work.progress.retries.incrementAndGet();
+    work.progress.lastError = h.getMessage();
+    ConsumerRecord<byte[], byte[]> r = work.raw.get(h.offset());
+    if (r == null) {
+      // Cannot happen: the actor only fails on records of this batch. Resend rather than guess.
+      log.error("[{}] handler failure for offset [{}] outside the batch [{}..{}]; resending", work.id.shortName(),
+          h.offset(), work.first(), work.last());
+      return Patterns.after(backoff(attempt), system.classicSystem().scheduler(), system.executionContext(),
+          () -> applyUntilDone(work, attempt + 1)).toCompletableFuture();
+    }
+    if (h.isRetriable() && tries < settings.handlerRetryMaxAttempts()) {
+      Duration wait = handlerBackoff(tries);
+      log.warn("[{}] offset [{}]: handler failed (attempt {} of {}), retrying in {} ms: {}: {}", work.id.shortName(),
+          h.offset(), tries, settings.handlerRetryMaxAttempts(), wait.toMillis(), h.causeClass(), h.causeMessage());
+      return Patterns.after(wait, system.classicSystem().scheduler(), system.executionContext(),
+          () -> applyUntilDone(work, attempt)).toCompletableFuture();
+    }
+    DeadLetter d = new DeadLetter(work.id, h.offset(), key(r), h.causeClass(), h.causeMessage(), tries);
+    log.warn("[{}] offset [{}]: handler failed {} after {} attempt(s); dead-lettering it: {}: {}", work.id.shortName(),
+        h.offset(), h.isRetriable() ? "retriably" : "fatally", tries, h.causeClass(), h.causeMessage());
+    work.records.removeIf(in -> in.offset() == h.offset());
+    work.deadLetters.add(d);
+    return publishDeadLetters(work, List.of(d)).thenCompose(v -> applyUntilDone(work, attempt));
+  }
+
+  private Duration handlerBackoff(int tries) {
+    double base = settings.handlerRetryInitial().toMillis() * Math.pow(settings.handlerRetryMultiplier(), tries - 1);
+    long capped = (long) Math.min(settings.handlerRetryMax().toMillis(), base);
+    long jitter = (long) (capped * 0.2 * ThreadLocalRandom.current().nextDouble());
+    return Duration.ofMillis(Math.min(settings.handlerRetryMax().toMillis(), capped + jitter));
+  }
+
+  private static Optional<String> key(ConsumerRecord<byte[], byte[]> r) {
+    return r.key() == null ? Optional.empty()
+        : Optional.of(new String(r.key(), java.nio.charset.StandardCharsets.UTF_8));
   }
 
   private Duration backoff(int attempt) {
@@ -347,10 +531,16 @@ final class RunningPipeline<V> implements Pipeline {
     for (Header h : r.headers()) {
       headers.put(h.key(), h.value() == null ? new byte[0] : h.value());
     }
+    if (r.value() != null && r.value().length > settings.deadLetterMaxRecordBytes()) {
+      throw new RecordTooLargeException("value of " + r.value().length + " bytes exceeds fencepost.pipelines."
+          + settings.name() + ".dead-letter.max-record-bytes = " + settings.deadLetterMaxRecordBytes());
+    }
     V value = valueDeserializer.deserialize(r.topic(), r.headers(), r.value());
-    Optional<String> key = r.key() == null ? Optional.empty()
-        : Optional.of(new String(r.key(), java.nio.charset.StandardCharsets.UTF_8));
-    return new Inbound<>(id, r.offset(), key, value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())));
+    if (value == null) {
+      throw new org.apache.kafka.common.errors.SerializationException("the value deserializer returned null for a "
+          + (r.value() == null ? "null (tombstone)" : r.value().length + "-byte") + " value");
+    }
+    return new Inbound<>(id, r.offset(), key(r), value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())));
   }
 
   private CompletionStage<PartitionStatus> askStatus(PartitionId id, Duration timeout) {
@@ -385,8 +575,10 @@ final class RunningPipeline<V> implements Pipeline {
         })
         .exceptionally(e -> Map.of());
     List<CompletableFuture<PartitionStatus>> statuses = new ArrayList<>();
+    Duration probe = settings.askTimeout().compareTo(Duration.ofSeconds(5)) < 0 ? settings.askTimeout()
+        : Duration.ofSeconds(5);
     for (PartitionId id : ids) {
-      statuses.add(askStatus(id, settings.askTimeout()).toCompletableFuture());
+      statuses.add(askStatus(id, probe).toCompletableFuture());
     }
     return ends.thenCompose(endOffsets -> CompletableFuture.allOf(statuses.toArray(new CompletableFuture[0]))
         .handle((v, e) -> {
@@ -400,7 +592,8 @@ final class RunningPipeline<V> implements Pipeline {
             OptionalLong lag = end == null ? OptionalLong.empty() : OptionalLong.of(end - next.orElse(0));
             views.add(new PartitionView(id, s == null ? "?" : s.node(), next, lag,
                 s == null ? 0 : s.appliedRecords(), s == null ? 0 : s.droppedByKey(),
-                s == null ? 0 : s.droppedRedelivery(), progress.retries.get(), progress.lastError));
+                s == null ? 0 : s.droppedRedelivery(), s == null ? 0 : s.deadLettered(), progress.retries.get(),
+                progress.lastError));
           }
           views.sort(java.util.Comparator.comparing((PartitionView pv) -> pv.partition().topic())
               .thenComparingInt(pv -> pv.partition().partition()));
@@ -417,7 +610,10 @@ final class RunningPipeline<V> implements Pipeline {
     CompletionStage<Done> drained = control.drainAndShutdown(system.executionContext());
     stopped = drained.toCompletableFuture()
         .completeOnTimeout(Done.getInstance(), settings.drainTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
-        .whenComplete((d, e) -> admin.close(Duration.ofSeconds(5)));
+        .whenComplete((d, e) -> {
+          admin.close(Duration.ofSeconds(5));
+          deadLetterProducer.close(Duration.ofSeconds(5));
+        });
     return stopped;
   }
 }

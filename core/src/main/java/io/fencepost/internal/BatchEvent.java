@@ -16,6 +16,8 @@ import java.util.List;
  * @param keyDigests the new keys' 128-bit digests as (high, low) pairs
  * @param applied records whose handler ran
  * @param droppedByKey records dropped because their business key was in the window
+ * @param deadLetters records given up on (already published to the dead-letter topic), the offset
+ *     moving past them in this same write
  */
 public record BatchEvent(
     String incarnation,
@@ -25,10 +27,18 @@ public record BatchEvent(
     List<Object> events,
     long[] keyDigests,
     int applied,
-    int droppedByKey) {
+    int droppedByKey,
+    List<DeadLetterEntry> deadLetters) {
+
+  /** A batch without dead letters. */
+  public BatchEvent(String incarnation, long fromOffset, long nextOffset, long atMillis, List<Object> events,
+      long[] keyDigests, int applied, int droppedByKey) {
+    this(incarnation, fromOffset, nextOffset, atMillis, events, keyDigests, applied, droppedByKey, List.of());
+  }
 
   public BatchEvent {
     events = List.copyOf(events);
+    deadLetters = List.copyOf(deadLetters);
     if ((keyDigests.length & 1) != 0) {
       throw new IllegalArgumentException("keyDigests holds (high, low) pairs, length was " + keyDigests.length);
     }

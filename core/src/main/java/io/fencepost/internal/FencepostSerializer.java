@@ -28,7 +28,9 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   public static final int IDENTIFIER = 741_100;
 
   private static final String BATCH_V1 = "B1";
+  private static final String BATCH_V2 = "B2";
   private static final String STATE_V1 = "S1";
+  private static final String STATE_V2 = "S2";
 
   private final ExtendedActorSystem system;
   private volatile Serialization serialization;
@@ -45,10 +47,10 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   @Override
   public String manifest(Object o) {
     if (o instanceof BatchEvent) {
-      return BATCH_V1;
+      return BATCH_V2;
     }
     if (o instanceof PartitionState) {
-      return STATE_V1;
+      return STATE_V2;
     }
     throw new IllegalArgumentException("FencepostSerializer cannot serialize " + o.getClass().getName());
   }
@@ -74,8 +76,10 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
       return switch (manifest) {
-        case BATCH_V1 -> readBatch(in);
-        case STATE_V1 -> readState(in);
+        case BATCH_V1 -> readBatch(in, false);
+        case BATCH_V2 -> readBatch(in, true);
+        case STATE_V1 -> readState(in, false);
+        case STATE_V2 -> readState(in, true);
         default -> throw new NotSerializableException("unknown Fencepost manifest [" + manifest
             + "]: written by a newer Fencepost? Roll back or upgrade every node.");
       };
@@ -100,9 +104,21 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     for (Object event : e.events()) {
       writeNested(out, event);
     }
+    out.writeInt(e.deadLetters().size());
+    for (DeadLetterEntry dead : e.deadLetters()) {
+      out.writeLong(dead.offset());
+      out.writeUTF(dead.key());
+      out.writeUTF(dead.errorClass());
+      out.writeUTF(truncate(dead.errorMessage()));
+      out.writeInt(dead.attempts());
+    }
   }
 
-  private BatchEvent readBatch(DataInputStream in) throws IOException {
+  private static String truncate(String s) {
+    return s.length() > 4000 ? s.substring(0, 4000) + "..." : s;
+  }
+
+  private BatchEvent readBatch(DataInputStream in, boolean withDeadLetters) throws IOException {
     String incarnation = in.readUTF();
     long from = in.readLong();
     long next = in.readLong();
@@ -118,7 +134,14 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     for (int i = 0; i < n; i++) {
       events.add(readNested(in));
     }
-    return new BatchEvent(incarnation, from, next, at, events, d, applied, droppedByKey);
+    List<DeadLetterEntry> dead = new ArrayList<>();
+    if (withDeadLetters) {
+      int m = in.readInt();
+      for (int i = 0; i < m; i++) {
+        dead.add(new DeadLetterEntry(in.readLong(), in.readUTF(), in.readUTF(), in.readUTF(), in.readInt()));
+      }
+    }
+    return new BatchEvent(incarnation, from, next, at, events, d, applied, droppedByKey, dead);
   }
 
   private void writeState(DataOutputStream out, PartitionState<?> s) throws IOException {
@@ -129,6 +152,7 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     out.writeLong(s.droppedByKey());
     out.writeLong(s.batches());
     out.writeLong(s.lastWriteMillis());
+    out.writeLong(s.deadLettered());
     KeyWindow w = s.window();
     if (w == null) {
       out.writeBoolean(false);
@@ -153,7 +177,7 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     }
   }
 
-  private PartitionState<Object> readState(DataInputStream in) throws IOException {
+  private PartitionState<Object> readState(DataInputStream in, boolean withDeadLettered) throws IOException {
     Object user = readNested(in);
     long next = in.readLong();
     String incarnation = in.readUTF();
@@ -161,6 +185,7 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     long droppedByKey = in.readLong();
     long batches = in.readLong();
     long lastWrite = in.readLong();
+    long deadLettered = withDeadLettered ? in.readLong() : 0;
     KeyWindow window = null;
     if (in.readBoolean()) {
       int maxKeys = in.readInt();
@@ -171,7 +196,8 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
         window.appendUnchecked(in.readLong(), in.readLong(), in.readLong());
       }
     }
-    return new PartitionState<>(user, next, window, incarnation, applied, droppedByKey, batches, lastWrite);
+    return new PartitionState<>(user, next, window, incarnation, applied, droppedByKey, batches, lastWrite,
+        deadLettered);
   }
 
   private void writeNested(DataOutputStream out, Object o) throws IOException {

@@ -17,12 +17,13 @@ public final class PartitionState<S> {
   private long droppedByKey;
   private long batches;
   private long lastWriteMillis;
+  private long deadLettered;
   // Pekko keeps the emptyState() object and starts every recovery (after a restart too) from it, so
   // that object must never change: the first event applied to it goes to a fresh copy instead.
   private final boolean pristine;
 
   public PartitionState(S user, long nextOffset, KeyWindow window, String lastIncarnation, long appliedRecords,
-      long droppedByKey, long batches, long lastWriteMillis) {
+      long droppedByKey, long batches, long lastWriteMillis, long deadLettered) {
     this.user = user;
     this.nextOffset = nextOffset;
     this.window = window;
@@ -31,6 +32,7 @@ public final class PartitionState<S> {
     this.droppedByKey = droppedByKey;
     this.batches = batches;
     this.lastWriteMillis = lastWriteMillis;
+    this.deadLettered = deadLettered;
     this.pristine = false;
   }
 
@@ -54,7 +56,7 @@ public final class PartitionState<S> {
   public PartitionState<S> apply(BatchEvent e, S newUser) {
     if (pristine) {
       KeyWindow fresh = window == null ? null : new KeyWindow(window.maxKeys(), window.maxAgeMillis());
-      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0).apply(e, newUser);
+      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0, 0).apply(e, newUser);
     }
     user = newUser;
     if (e.nextOffset() > nextOffset) {
@@ -71,6 +73,7 @@ public final class PartitionState<S> {
     appliedRecords += e.applied();
     droppedByKey += e.droppedByKey();
     batches++;
+    deadLettered += e.deadLetters().size();
     lastWriteMillis = e.atMillis();
     return this;
   }
@@ -108,9 +111,14 @@ public final class PartitionState<S> {
     return lastWriteMillis;
   }
 
+  /** Records dead-lettered over the partition's history. */
+  public long deadLettered() {
+    return deadLettered;
+  }
+
   /** A copy whose window is independent of this one (for snapshots). */
   public PartitionState<S> copyForSnapshot() {
     return new PartitionState<>(user, nextOffset, window == null ? null : window.copy(), lastIncarnation,
-        appliedRecords, droppedByKey, batches, lastWriteMillis);
+        appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered);
   }
 }

@@ -16,12 +16,14 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 import io.fencepost.BatchOutcome;
+import io.fencepost.DeadLetter;
 import io.fencepost.Inbound;
 import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
+import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
 import org.apache.pekko.actor.ExtendedActorSystem;
@@ -43,12 +45,12 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
   /** Registered in core's reference.conf; never reuse or change. */
   public static final int IDENTIFIER = 741_101;
 
-  private static final String APPLY = "A1";
+  private static final String APPLY = "A2";
   private static final String STATUS_QUERY = "Q1";
   private static final String STOP = "X1";
-  private static final String APPLIED = "O1";
-  private static final String REJECTED = "R1";
-  private static final String STATUS = "S1";
+  private static final String APPLIED = "O2";
+  private static final String REJECTED = "R2";
+  private static final String STATUS = "S2";
 
   private final ExtendedActorSystem system;
   private volatile Serialization serialization;
@@ -91,6 +93,16 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
         for (Inbound<?> r : a.records()) {
           writeInbound(out, r);
         }
+        out.writeInt(a.deadLetters().size());
+        for (DeadLetter d : a.deadLetters()) {
+          writePartition(out, d.partition());
+          out.writeLong(d.offset());
+          out.writeBoolean(d.key().isPresent());
+          out.writeUTF(d.key().orElse(""));
+          out.writeUTF(d.errorClass());
+          out.writeUTF(truncate(d.errorMessage()));
+          out.writeInt(d.attempts());
+        }
       } else if (o instanceof PartitionCommand.GetStatus g) {
         writeRef(out, g.replyTo());
       } else if (o instanceof BatchOutcome.Applied a) {
@@ -100,6 +112,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
         out.writeInt(a.droppedRedelivery());
         out.writeInt(a.droppedByKey());
         out.writeBoolean(a.written());
+        out.writeInt(a.deadLettered());
       } else if (o instanceof BatchOutcome.Rejected r) {
         writePartition(out, r.partition());
         FencepostException e = r.error();
@@ -108,6 +121,13 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
           out.writeUTF(f.partition());
           out.writeLong(f.expectedNextOffset());
           out.writeLong(f.storedNextOffset());
+        } else if (e instanceof HandlerFailedException h) {
+          out.writeByte(3);
+          out.writeUTF(h.partition());
+          out.writeLong(h.offset());
+          out.writeBoolean(h.isRetriable());
+          out.writeUTF(h.causeClass());
+          out.writeUTF(truncate(h.causeMessage()));
         } else {
           out.writeByte(e.isRetriable() ? 1 : 2);
           out.writeUTF(truncate(e.getMessage()));
@@ -121,6 +141,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
         out.writeInt(s.windowKeys());
         out.writeUTF(s.incarnation());
         out.writeUTF(s.node());
+        out.writeLong(s.deadLettered());
       } else if (!(o instanceof PartitionCommand.Stop)) {
         throw new IllegalArgumentException("ProtocolSerializer cannot serialize " + o.getClass().getName());
       }
@@ -141,7 +162,17 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
           for (int i = 0; i < n; i++) {
             records.add(readInbound(in));
           }
-          return new PartitionCommand.ApplyBatch(records, replyTo);
+          int m = in.readInt();
+          List<DeadLetter> dead = new ArrayList<>(m);
+          for (int i = 0; i < m; i++) {
+            PartitionId p = readPartition(in);
+            long offset = in.readLong();
+            boolean hasKey = in.readBoolean();
+            String key = in.readUTF();
+            dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), in.readUTF(),
+                in.readUTF(), in.readInt()));
+          }
+          return new PartitionCommand.ApplyBatch(records, dead, replyTo);
         }
         case STATUS_QUERY:
           return new PartitionCommand.GetStatus(readRef(in));
@@ -149,13 +180,19 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
           return new PartitionCommand.Stop();
         case APPLIED:
           return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
-              in.readBoolean());
+              in.readBoolean(), in.readInt());
         case REJECTED: {
           PartitionId p = readPartition(in);
           int kind = in.readByte();
           FencepostException e = switch (kind) {
             case 0 -> new PartitionFencedException(in.readUTF(), in.readLong(), in.readLong());
             case 1 -> new RetriableException(in.readUTF());
+            case 3 -> {
+              String partition = in.readUTF();
+              long offset = in.readLong();
+              boolean retriable = in.readBoolean();
+              yield new HandlerFailedException(partition, offset, retriable, in.readUTF(), in.readUTF(), null);
+            }
             default -> new FatalException(in.readUTF());
           };
           return new BatchOutcome.Rejected(p, e);
@@ -164,7 +201,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
           PartitionId p = readPartition(in);
           long next = in.readLong();
           return new PartitionStatus(p, next < 0 ? OptionalLong.empty() : OptionalLong.of(next), in.readLong(),
-              in.readLong(), in.readLong(), in.readInt(), in.readUTF(), in.readUTF());
+              in.readLong(), in.readLong(), in.readInt(), in.readUTF(), in.readUTF(), in.readLong());
         }
         default:
           throw new NotSerializableException("unknown Fencepost protocol manifest [" + manifest

@@ -38,7 +38,7 @@ class FencepostSerializerTest {
   @Test
   void batchEventRoundTripsWithUserEventsThroughTheirOwnSerializer() {
     BatchEvent e = new BatchEvent("inc-1", 10, 13, 1234L, List.of(new Credited("m1", 5), new Credited("m2", 7)),
-        new long[] {1, 2, 3, 4}, 2, 1);
+        new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3)));
     BatchEvent back = (BatchEvent) roundTrip(e);
     assertEquals(e.incarnation(), back.incarnation());
     assertEquals(10, back.fromOffset());
@@ -48,6 +48,7 @@ class FencepostSerializerTest {
     assertArrayEquals(e.keyDigests(), back.keyDigests());
     assertEquals(2, back.applied());
     assertEquals(1, back.droppedByKey());
+    assertEquals(e.deadLetters(), back.deadLetters());
   }
 
   @Test
@@ -56,7 +57,7 @@ class FencepostSerializerTest {
     for (int i = 0; i < 50; i++) {
       w.add(i, -i, 1000 + i);
     }
-    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049);
+    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6);
     @SuppressWarnings("unchecked")
     PartitionState<Credited> back = (PartitionState<Credited>) roundTrip(state);
     assertEquals(state.user(), back.user());
@@ -65,6 +66,7 @@ class FencepostSerializerTest {
     assertEquals(40, back.appliedRecords());
     assertEquals(3, back.droppedByKey());
     assertEquals(9, back.batches());
+    assertEquals(6, back.deadLettered());
     List<long[]> before = new ArrayList<>();
     w.forEach((hi, lo, at) -> before.add(new long[] {hi, lo, at}));
     List<long[]> after = new ArrayList<>();

@@ -3,6 +3,7 @@ package io.fencepost.examples;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -33,11 +34,22 @@ public final class LedgerNode implements AutoCloseable {
    *
    * @param seeds {@code host:port} of seed nodes; empty for a node that forms a cluster of its own
    */
-  public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, int port,
-      List<String> seeds) {
-    Config config = ClusterNodes.node(SYSTEM_NAME, port, seeds.isEmpty() ? List.of("127.0.0.1:" + port) : seeds)
+  public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
+      int port, List<String> seeds) {
+    List<String> seedNodes = seeds.isEmpty() ? List.of(host + ":" + port) : seeds;
+    // Precedence: -D system properties, then the flags, then application.conf, then the examples'
+    // cluster defaults (split-brain resolver, fast rebalances), then the journal, then reference.conf.
+    Config flags = ConfigFactory.parseMap(Map.of(
+        "pekko.remote.artery.canonical.hostname", host,
+        "pekko.remote.artery.canonical.port", port,
+        "pekko.cluster.seed-nodes", seedNodes.stream().map(s -> "pekko://" + SYSTEM_NAME + "@" + s).toList()));
+    Config config = ConfigFactory.systemProperties()
+        .withFallback(flags)
+        .withFallback(ConfigFactory.defaultApplication())
+        .withFallback(ClusterNodes.node(SYSTEM_NAME, port, seedNodes))
         .withFallback(journal.pekkoConfig())
-        .withFallback(ConfigFactory.load());
+        .withFallback(ConfigFactory.defaultReference())
+        .resolve();
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
     PipelineSettings settings = PipelineSettings.create(system, "ledger")
         .withBootstrapServers(bootstrap)
@@ -78,7 +90,8 @@ public final class LedgerNode implements AutoCloseable {
               "journal database (jdbc:postgresql:... or jdbc:h2:...); default an H2 file under ./fencepost-demo")
           .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
           .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
-          .value("port", "n", "FENCEPOST_PORT", "2551", "cluster port on 127.0.0.1")
+          .value("host", "address", "FENCEPOST_HOST", "127.0.0.1", "address this node binds and advertises")
+          .value("port", "n", "FENCEPOST_PORT", "2551", "cluster port")
           .value("seeds", "host:port,...", "FENCEPOST_SEEDS", null, "seed nodes; default this node alone")
           .bool("install-schema", "create the journal tables if they are missing");
       if (!flags.parse(args)) {
@@ -92,9 +105,11 @@ public final class LedgerNode implements AutoCloseable {
       if (flags.isSet("install-schema") || url == null) {
         journal.installSchemaIfMissing();
       }
-      List<String> seeds = flags.get("seeds").map(s -> Arrays.asList(s.split(","))).orElse(List.of());
+      List<String> seeds = flags.get("seeds")
+          .map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
+          .orElse(List.of());
       LedgerNode node = start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
-          port, seeds);
+          flags.require("host"), port, seeds);
       System.out.println("READY " + node.system().address());
       System.out.flush();
       node.system().getWhenTerminated().toCompletableFuture().get();

@@ -1,0 +1,41 @@
+package io.fencepost.kafka.internal;
+
+import java.nio.charset.StandardCharsets;
+
+import io.fencepost.PartitionId;
+import org.apache.kafka.common.header.Headers;
+
+/** The headers a dead-letter record carries, next to the original record's own headers. */
+public final class DeadLetterHeaders {
+
+  public static final String TOPIC = "fencepost.original.topic";
+  public static final String PARTITION = "fencepost.original.partition";
+  public static final String OFFSET = "fencepost.original.offset";
+  public static final String TIMESTAMP = "fencepost.original.timestamp";
+  public static final String ERROR_CLASS = "fencepost.error.class";
+  public static final String ERROR_MESSAGE = "fencepost.error.message";
+  public static final String ATTEMPTS = "fencepost.attempts";
+  /** {@code group-topic-partition-offset}: the same on every re-publication of the same dead letter. */
+  public static final String ID = "fencepost.dead-letter-id";
+
+  private DeadLetterHeaders() {
+  }
+
+  public static void add(Headers headers, PartitionId id, String topic, int partition, long offset, long timestamp,
+      String errorClass, String errorMessage, int attempts) {
+    put(headers, TOPIC, topic);
+    put(headers, PARTITION, Integer.toString(partition));
+    put(headers, OFFSET, Long.toString(offset));
+    put(headers, TIMESTAMP, Long.toString(timestamp));
+    put(headers, ERROR_CLASS, errorClass);
+    String message = errorMessage == null ? "" : errorMessage;
+    put(headers, ERROR_MESSAGE, message.length() > 2000 ? message.substring(0, 2000) + "..." : message);
+    put(headers, ATTEMPTS, Integer.toString(attempts));
+    put(headers, ID, id.group() + "-" + topic + "-" + partition + "-" + offset);
+  }
+
+  private static void put(Headers headers, String name, String value) {
+    headers.remove(name);
+    headers.add(name, value.getBytes(StandardCharsets.UTF_8));
+  }
+}

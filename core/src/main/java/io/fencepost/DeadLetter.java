@@ -1,0 +1,30 @@
+package io.fencepost;
+
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * A record the partition gave up on: it could not be decoded, or its handler failed fatally or ran
+ * out of retries. The pipeline publishes it to the dead-letter topic, then the actor journals it
+ * together with the offset moving past it, so every offset ends applied, dropped as a duplicate, or
+ * dead-lettered, and nothing is lost.
+ *
+ * @param offset the record's offset in its partition
+ * @param key the record key (UTF-8), when it has one
+ * @param errorClass the failure's class name
+ * @param errorMessage the failure's message
+ * @param attempts how many times the record was tried (1 for a decoding failure)
+ */
+public record DeadLetter(PartitionId partition, long offset, Optional<String> key, String errorClass,
+    String errorMessage, int attempts) {
+
+  public DeadLetter {
+    Objects.requireNonNull(partition, "partition");
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(errorClass, "errorClass");
+    errorMessage = errorMessage == null ? "" : errorMessage;
+    if (attempts < 1) {
+      throw new IllegalArgumentException("attempts must be >= 1, was [" + attempts + "]");
+    }
+  }
+}

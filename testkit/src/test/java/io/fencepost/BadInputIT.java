@@ -1,0 +1,268 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+import io.fencepost.errors.RetriableException;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.PartitionView;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.testkit.Postgres;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
+import org.apache.pekko.persistence.query.PersistenceQuery;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Bad input and failing handlers on a real broker and journal: undecodable values and fatal
+ * handler failures are dead-lettered (topic and journal), retriable failures succeed on retry, and
+ * every offset ends exactly one of applied or dead-lettered.
+ */
+@Tag("integration")
+@Timeout(value = 10, unit = TimeUnit.MINUTES)
+class BadInputIT {
+
+  private static final int PARTITIONS = 4;
+  private static final int RECORDS = 10_000;
+  private static KafkaBroker broker;
+  private static JournalDatabase postgres;
+  /** Payment ids whose handler already failed once (retriable ones succeed on the second attempt). */
+  static final Set<String> FAILED_ONCE = ConcurrentHashMap.newKeySet();
+
+  @BeforeAll
+  static void start() {
+    broker = KafkaBroker.create().start();
+    postgres = Postgres.shared().createDatabase("bad_input_it");
+    postgres.installSchema();
+  }
+
+  @AfterAll
+  static void stop() {
+    broker.close();
+    Postgres.shared().dropDatabase(postgres);
+  }
+
+  /** Fails by payment id: "retry-*" once with a RetriableException, "fatal-*" always. */
+  static final class Picky extends TestLedger {
+    Picky(PartitionContext context) {
+      super(context, "bad-input");
+    }
+
+    @Override
+    protected Effects<Credited> onRecord(Ledger ledger, Inbound<Payment> in) {
+      String id = in.value().paymentId();
+      if (id.startsWith("fatal-")) {
+        throw new IllegalStateException("fatal failure for " + id);
+      }
+      if (id.startsWith("retry-") && FAILED_ONCE.add(id)) {
+        throw new RetriableException("provider busy for " + id);
+      }
+      return super.onRecord(ledger, in);
+    }
+  }
+
+  enum Kind { VALID, GARBAGE, RETRY, FATAL }
+
+  static Kind kind(int i) {
+    if (i % 100 == 7) {
+      return Kind.GARBAGE;
+    }
+    if (i % 200 == 13) {
+      return Kind.RETRY;
+    }
+    if (i % 200 == 113) {
+      return Kind.FATAL;
+    }
+    return Kind.VALID;
+  }
+
+  @Test
+  void badRecordsAreDeadLetteredAndEveryValidRecordIsAppliedOnce() throws Exception {
+    String topic = KafkaBroker.uniqueName("bad");
+    broker.createTopic(topic, PARTITIONS);
+    Map<Integer, Map<Long, Kind>> expected = new HashMap<>();
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+      for (int i = 0; i < RECORDS; i++) {
+        int partition = i % PARTITIONS;
+        Kind k = kind(i);
+        String value = switch (k) {
+          case GARBAGE -> "not a payment " + i;
+          case RETRY -> "retry-" + i + ",m1,100";
+          case FATAL -> "fatal-" + i + ",m1,100";
+          case VALID -> "pay-" + i + ",m" + (i % 13) + "," + (i % 500);
+        };
+        var md = producer.send(new ProducerRecord<>(topic, partition, "k" + i, value)).get();
+        expected.computeIfAbsent(partition, x -> new HashMap<>()).put(md.offset(), k);
+      }
+    }
+
+    ActorSystem<Void> system = KafkaPipelineIT.node("badinput", postgres);
+    try {
+      PipelineSettings settings = PipelineSettings.create(system, "badinput")
+          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
+          .withGroupId(KafkaBroker.uniqueName("bad-group")).withBatch(200, Duration.ofMillis(20))
+          .withHandlerRetry(Duration.ofMillis(20), Duration.ofMillis(100), 2.0, 3);
+      Pipeline pipeline = KafkaPipeline.create(system, Picky::new, new KafkaPipelineIT.PaymentDeserializer(), settings)
+          .start();
+      long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
+      List<PartitionView> views;
+      while (true) {
+        views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        long done = views.stream().mapToLong(v -> v.nextOffset().orElse(0)).sum();
+        if (done >= RECORDS || System.nanoTime() > deadline) {
+          break;
+        }
+        Thread.sleep(250);
+      }
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+
+      long garbage = 0;
+      long fatal = 0;
+      long retry = 0;
+      long valid = 0;
+      for (Map<Long, Kind> m : expected.values()) {
+        for (Kind k : m.values()) {
+          switch (k) {
+            case GARBAGE -> garbage++;
+            case FATAL -> fatal++;
+            case RETRY -> retry++;
+            default -> valid++;
+          }
+        }
+      }
+      assertEquals(100, garbage);
+      assertEquals(50, fatal);
+      assertEquals(50, retry);
+
+      // The journal: every offset exactly once, as applied or as dead-lettered, by kind.
+      JdbcReadJournal journal = PersistenceQuery.get(system)
+          .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+      long appliedTotal = 0;
+      long deadTotal = 0;
+      for (int part = 0; part < PARTITIONS; part++) {
+        PartitionId id = new PartitionId(settings.groupId(), topic, part);
+        Map<Long, Integer> credited = new HashMap<>();
+        Map<Long, String> dead = new HashMap<>();
+        journal.currentEventsByPersistenceId(id.persistenceId(), 0, Long.MAX_VALUE)
+            .runForeach(env -> AppliedBatch.from(env.event()).ifPresent(b -> {
+              for (Object e : b.events()) {
+                credited.merge(((TestLedger.Credited) e).offset(), 1, Integer::sum);
+              }
+              for (AppliedBatch.DeadLetterView d : b.deadLetters()) {
+                assertTrue(dead.put(d.offset(), d.errorClass()) == null, "offset " + d.offset() + " dead-lettered twice");
+              }
+            }), system).toCompletableFuture().get(60, TimeUnit.SECONDS);
+        for (Map.Entry<Long, Kind> e : expected.get(part).entrySet()) {
+          long offset = e.getKey();
+          switch (e.getValue()) {
+            case VALID, RETRY -> {
+              assertEquals(1, credited.getOrDefault(offset, 0), "offset " + offset + " of partition " + part);
+              assertTrue(!dead.containsKey(offset));
+            }
+            case GARBAGE -> {
+              assertEquals(0, credited.getOrDefault(offset, 0));
+              assertTrue(dead.containsKey(offset), "garbage at " + offset + " dead-lettered");
+            }
+            case FATAL -> {
+              assertEquals(0, credited.getOrDefault(offset, 0));
+              assertEquals(IllegalStateException.class.getName(), dead.get(offset), "fatal at " + offset);
+            }
+          }
+        }
+        appliedTotal += credited.size();
+        deadTotal += dead.size();
+      }
+      assertEquals(valid + retry, appliedTotal);
+      assertEquals(garbage + fatal, deadTotal);
+      assertEquals(garbage + fatal, views.stream().mapToLong(PartitionView::deadLettered).sum());
+      assertTrue(views.stream().mapToLong(PartitionView::retries).sum() >= retry + fatal,
+          "retries visible in status: " + views);
+
+      // The dead-letter topic: one record per dead letter, with the original's coordinates and error.
+      List<ConsumerRecord<byte[], byte[]>> dlt = readAll(settings.deadLetterTopic(topic), (int) (garbage + fatal));
+      assertEquals(garbage + fatal, dlt.size());
+      Set<String> ids = new TreeSet<>();
+      for (ConsumerRecord<byte[], byte[]> r : dlt) {
+        int partition = Integer.parseInt(header(r, "fencepost.original.partition"));
+        long offset = Long.parseLong(header(r, "fencepost.original.offset"));
+        Kind k = expected.get(partition).get(offset);
+        assertEquals(topic, header(r, "fencepost.original.topic"));
+        assertEquals(partition, r.partition(), "dead letter kept its partition number");
+        assertEquals("1", header(r, "fencepost.attempts"));
+        assertTrue(k == Kind.GARBAGE || k == Kind.FATAL, "dead letter for a " + k + " record");
+        if (k == Kind.FATAL) {
+          assertEquals(IllegalStateException.class.getName(), header(r, "fencepost.error.class"));
+          assertTrue(header(r, "fencepost.error.message").startsWith("fatal failure for fatal-"));
+        }
+        assertTrue(new String(r.value(), StandardCharsets.UTF_8).startsWith(k == Kind.GARBAGE ? "not a payment" : "fatal-"),
+            "original value kept");
+        assertTrue(Long.parseLong(header(r, "fencepost.original.timestamp")) > 0);
+        ids.add(header(r, "fencepost.dead-letter-id"));
+      }
+      assertEquals(garbage + fatal, ids.size(), "dead-letter ids are distinct");
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  private static String header(ConsumerRecord<byte[], byte[]> r, String name) {
+    Header h = r.headers().lastHeader(name);
+    return h == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+  }
+
+  private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic, int atLeast) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      List<TopicPartition> tps = new ArrayList<>();
+      c.partitionsFor(topic).forEach(pi -> tps.add(new TopicPartition(topic, pi.partition())));
+      c.assign(tps);
+      c.seekToBeginning(tps);
+      Map<TopicPartition, Long> end = c.endOffsets(tps);
+      Set<TopicPartition> open = new HashSet<>(tps);
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (!open.isEmpty() && System.nanoTime() < deadline) {
+        c.poll(Duration.ofMillis(200)).forEach(out::add);
+        open.removeIf(tp -> c.position(tp) >= end.get(tp));
+      }
+    }
+    return out;
+  }
+}
