@@ -58,6 +58,8 @@ class BadInputIT {
   private static JournalDatabase postgres;
   /** Payment ids whose handler already failed once (retriable ones succeed on the second attempt). */
   static final Set<String> FAILED_ONCE = ConcurrentHashMap.newKeySet();
+  /** When set, "fatal-*" payments are accepted: the bug behind them was fixed. */
+  static volatile boolean fixed;
 
   @BeforeAll
   static void start() {
@@ -81,7 +83,7 @@ class BadInputIT {
     @Override
     protected Effects<Credited> onRecord(Ledger ledger, Inbound<Payment> in) {
       String id = in.value().paymentId();
-      if (id.startsWith("fatal-")) {
+      if (id.startsWith("fatal-") && !fixed) {
         throw new IllegalStateException("fatal failure for " + id);
       }
       if (id.startsWith("retry-") && FAILED_ONCE.add(id)) {
@@ -237,6 +239,64 @@ class BadInputIT {
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  @Test
+  void replayedDeadLettersAreAppliedOnceAndARepeatedReplayIsDroppedByKey() throws Exception {
+    String topic = KafkaBroker.uniqueName("replay");
+    broker.createTopic(topic, 1);
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+      producer.send(new ProducerRecord<>(topic, 0, "k1", "pay-r1,m1,10")).get();
+      producer.send(new ProducerRecord<>(topic, 0, "k2", "fatal-r2,m1,20")).get();
+      producer.send(new ProducerRecord<>(topic, 0, "k3", "pay-r3,m1,30")).get();
+    }
+    ActorSystem<Void> system = KafkaPipelineIT.node("replay", postgres);
+    try {
+      PipelineSettings settings = PipelineSettings.create(system, "replay")
+          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
+          .withGroupId(KafkaBroker.uniqueName("replay-group"));
+      Pipeline pipeline = KafkaPipeline.create(system, Picky::new, new KafkaPipelineIT.PaymentDeserializer(), settings)
+          .start();
+      PartitionView v = awaitNextOffset(pipeline, 3);
+      assertEquals(1, v.deadLettered());
+      assertEquals(2, v.appliedRecords());
+
+      fixed = true;
+      String dlt = settings.deadLetterTopic(topic);
+      assertEquals(new io.fencepost.kafka.DeadLetterReplay.Result(1, 1, 0, 0),
+          io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").dryRun().run());
+      assertEquals(new io.fencepost.kafka.DeadLetterReplay.Result(1, 1, 1, 0),
+          io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withOffsets(0, 1, 1).run());
+      v = awaitNextOffset(pipeline, 4);
+      assertEquals(3, v.appliedRecords(), "the replayed record was applied");
+
+      // An operator replays it again by mistake: the business key window drops the repeat.
+      io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").run();
+      v = awaitNextOffset(pipeline, 5);
+      assertEquals(3, v.appliedRecords());
+      assertEquals(1, v.droppedByKey());
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    } finally {
+      fixed = false;
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  private static PartitionView awaitNextOffset(Pipeline pipeline, long next) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+    while (true) {
+      List<PartitionView> views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      if (!views.isEmpty() && views.get(0).nextOffset().orElse(0) >= next) {
+        return views.get(0);
+      }
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("next offset " + next + " not reached: " + views);
+      }
+      Thread.sleep(200);
     }
   }
 

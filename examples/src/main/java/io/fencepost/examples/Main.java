@@ -25,6 +25,7 @@ public final class Main {
     COMMANDS.put("demo", new DemoCommand());
     COMMANDS.put("produce", new ProduceCommand());
     COMMANDS.put("verify", new VerifyCommand());
+    COMMANDS.put("dlq", new DlqCommand());
   }
 
   private Main() {
