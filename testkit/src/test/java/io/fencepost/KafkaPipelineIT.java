@@ -86,17 +86,39 @@ class KafkaPipelineIT {
   }
 
   static long[] produce(String topic, int partitions, int count, String idPrefix) {
+    return produceTo(broker, topic, partitions, count, idPrefix, 0);
+  }
+
+  static long[] produceTo(KafkaBroker broker, String topic, int partitions, int count, String idPrefix) {
+    return produceTo(broker, topic, partitions, count, idPrefix, 0);
+  }
+
+  /** Produces round-robin over partitions; {@code perSecond} 0 for as fast as possible. */
+  static long[] produceTo(KafkaBroker broker, String topic, int partitions, int count, String idPrefix,
+      int perSecond) {
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
     p.put(ProducerConfig.ACKS_CONFIG, "all");
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
     long[] perPartition = new long[partitions];
+    long start = System.nanoTime();
     try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
       for (int i = 0; i < count; i++) {
         int partition = i % partitions;
         producer.send(new ProducerRecord<>(topic, partition, "m" + (i % 97), idPrefix + i + ",m" + (i % 97) + "," + (i % 1000)));
         perPartition[partition]++;
+        if (perSecond > 0) {
+          long wait = start + (long) ((i + 1) * 1e9 / perSecond) - System.nanoTime();
+          if (wait > 1_000_000) {
+            try {
+              Thread.sleep(wait / 1_000_000);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+              break;
+            }
+          }
+        }
       }
       producer.flush();
     }

