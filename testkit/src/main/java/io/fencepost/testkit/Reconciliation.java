@@ -47,8 +47,9 @@ import org.apache.pekko.persistence.query.PersistenceQuery;
  * System.out.println(r.render());
  * }</pre>
  *
- * <p>Memory: about 58 bytes per distinct key (128-bit digests in primitive arrays), so a million
- * keys need about 58 MiB, whatever the keys' length.
+ * <p>Dead-lettered records are not missing: they are counted apart (they wait in the dead-letter
+ * topic for a replay). Memory: about 66 bytes per distinct key (128-bit digests in primitive arrays), so a million
+ * keys need about 66 MiB, whatever the keys' length.
  */
 public final class Reconciliation {
 
@@ -59,6 +60,7 @@ public final class Reconciliation {
   private Function<ConsumerRecord<byte[], byte[]>, Optional<String>> inputKeys = r -> Optional.empty();
   private Function<Object, Optional<String>> effectKeys = e -> Optional.empty();
   private Duration bucket = Duration.ofMinutes(1);
+  private String sequenceHeader;
 
   private Reconciliation(String bootstrap, String topic, String group, JournalDatabase journal) {
     this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
@@ -84,6 +86,16 @@ public final class Reconciliation {
     return this;
   }
 
+  /**
+   * Checks per-entity sequence numbers that producers stamp in header {@code header} (a decimal
+   * number counting from 1 per record key): every number up to an entity's highest must be in the
+   * topic, or the report lists the gap (a record lost before it reached Kafka).
+   */
+  public Reconciliation sequenceHeader(String header) {
+    this.sequenceHeader = Objects.requireNonNull(header);
+    return this;
+  }
+
   /** The width of the time buckets in the report (default one minute). */
   public Reconciliation bucket(Duration width) {
     if (width.isZero() || width.isNegative()) {
@@ -95,7 +107,7 @@ public final class Reconciliation {
 
   /** Counts for one time bucket, or for the total. */
   public record Counts(long records, long expected, long applied, long missing, long doubled,
-      long producerDuplicates) {
+      long producerDuplicates, long deadLettered) {
   }
 
   /**
@@ -104,27 +116,32 @@ public final class Reconciliation {
    * their first copy.
    */
   public record Report(String topic, String group, Map<Instant, Counts> buckets, Counts total, long droppedByKey,
-      long unexpectedEffects, List<String> sampleMissing, List<String> sampleDoubled) {
+      long unexpectedEffects, List<String> sampleMissing, List<String> sampleDoubled, long deadLettered,
+      long sequenceGaps, List<String> sampleGaps) {
 
-    /** True when nothing is missing and nothing doubled. */
+    /** True when nothing is missing, nothing doubled and no producer sequence has a gap. */
     public boolean ok() {
-      return total.missing() == 0 && total.doubled() == 0 && unexpectedEffects == 0;
+      return total.missing() == 0 && total.doubled() == 0 && unexpectedEffects == 0 && sequenceGaps == 0;
     }
 
     /** A table for people. */
     public String render() {
       StringBuilder sb = new StringBuilder();
-      sb.append(String.format("%-20s %10s %10s %10s %8s %8s %12s%n", "bucket (UTC)", "records", "expected",
-          "applied", "missing", "doubled", "producer-dup"));
+      sb.append(String.format("%-20s %10s %10s %10s %8s %8s %12s %8s%n", "bucket (UTC)", "records", "expected",
+          "applied", "missing", "doubled", "producer-dup", "dead"));
       buckets.forEach((at, c) -> sb.append(row(at.toString().replace("T", " ").replace("Z", ""), c)));
       sb.append(row("total", total));
-      sb.append(String.format("dropped by business key (journaled): %,d; effects with no input record: %,d%n",
-          droppedByKey, unexpectedEffects));
+      sb.append(String.format("dropped by business key (journaled): %,d; dead-lettered (journaled): %,d; "
+          + "effects with no input record: %,d; producer sequence gaps: %,d%n", droppedByKey, deadLettered,
+          unexpectedEffects, sequenceGaps));
       if (!sampleMissing.isEmpty()) {
         sb.append("missing (first ").append(sampleMissing.size()).append("): ").append(sampleMissing).append('\n');
       }
       if (!sampleDoubled.isEmpty()) {
         sb.append("doubled (first ").append(sampleDoubled.size()).append("): ").append(sampleDoubled).append('\n');
+      }
+      if (!sampleGaps.isEmpty()) {
+        sb.append("sequence gaps (first ").append(sampleGaps.size()).append("): ").append(sampleGaps).append('\n');
       }
       sb.append(verdict());
       return sb.toString();
@@ -134,12 +151,15 @@ public final class Reconciliation {
     public String verdict() {
       return String.format("VERDICT %s: %,d distinct keys expected, %,d applied, %,d missing, %,d doubled, "
           + "%,d producer duplicates", ok() ? "OK" : "FAILED", total.expected(), total.applied(), total.missing(),
-          total.doubled(), total.producerDuplicates());
+          total.doubled(), total.producerDuplicates())
+          + (total.deadLettered() > 0 ? String.format(", %,d dead-lettered", total.deadLettered()) : "")
+          + (sequenceGaps > 0 ? String.format(", %,d sequence gaps", sequenceGaps) : "");
     }
 
     private static String row(String label, Counts c) {
-      return String.format("%-20s %,10d %,10d %,10d %,8d %,8d %,12d%n", label.length() > 19 ? label.substring(0, 19)
-          : label, c.records(), c.expected(), c.applied(), c.missing(), c.doubled(), c.producerDuplicates());
+      return String.format("%-20s %,10d %,10d %,10d %,8d %,8d %,12d %,8d%n", label.length() > 19
+          ? label.substring(0, 19) : label, c.records(), c.expected(), c.applied(), c.missing(), c.doubled(),
+          c.producerDuplicates(), c.deadLettered());
     }
 
     /** The report as JSON. */
@@ -147,7 +167,8 @@ public final class Reconciliation {
       StringBuilder sb = new StringBuilder("{");
       sb.append("\"topic\":\"").append(topic).append("\",\"group\":\"").append(group).append("\",\"ok\":").append(ok());
       sb.append(",\"total\":").append(json(total)).append(",\"droppedByKey\":").append(droppedByKey);
-      sb.append(",\"unexpectedEffects\":").append(unexpectedEffects).append(",\"buckets\":[");
+      sb.append(",\"unexpectedEffects\":").append(unexpectedEffects).append(",\"deadLettered\":").append(deadLettered)
+          .append(",\"sequenceGaps\":").append(sequenceGaps).append(",\"buckets\":[");
       boolean first = true;
       for (Map.Entry<Instant, Counts> e : buckets.entrySet()) {
         sb.append(first ? "" : ",").append("{\"start\":\"").append(e.getKey()).append("\",\"counts\":")
@@ -155,14 +176,14 @@ public final class Reconciliation {
         first = false;
       }
       sb.append("],\"sampleMissing\":").append(strings(sampleMissing)).append(",\"sampleDoubled\":")
-          .append(strings(sampleDoubled)).append('}');
+          .append(strings(sampleDoubled)).append(",\"sampleGaps\":").append(strings(sampleGaps)).append('}');
       return sb.toString();
     }
 
     private static String json(Counts c) {
       return "{\"records\":" + c.records() + ",\"expected\":" + c.expected() + ",\"applied\":" + c.applied()
           + ",\"missing\":" + c.missing() + ",\"doubled\":" + c.doubled() + ",\"producerDuplicates\":"
-          + c.producerDuplicates() + "}";
+          + c.producerDuplicates() + ",\"deadLettered\":" + c.deadLettered() + "}";
     }
 
     private static String strings(List<String> values) {
@@ -184,24 +205,41 @@ public final class Reconciliation {
     List<Instant> bucketStarts = new ArrayList<>();
     Map<Instant, Integer> bucketIndex = new TreeMap<>();
     long[] recordsPerBucket = new long[1 << 16];
-    int partitions = readTopic(sha, d, counts, sampleKeys, bucketIndex, bucketStarts, recordsPerBucket);
-    long[] droppedAndUnknown = readJournal(sha, d, counts, sampleKeys, partitions);
+    Map<String, java.util.BitSet> sequences = new HashMap<>();
+    int partitions = partitionCount();
+    java.util.Set<Long> deadPositions = new java.util.HashSet<>();
+    long[] droppedAndUnknown = readJournal(sha, d, counts, sampleKeys, partitions, deadPositions);
+    readTopic(sha, d, counts, sampleKeys, bucketIndex, bucketStarts, recordsPerBucket, sequences, deadPositions);
+    long gaps = 0;
+    List<String> sampleGaps = new ArrayList<>();
+    for (Map.Entry<String, java.util.BitSet> e : new TreeMap<>(sequences).entrySet()) {
+      java.util.BitSet seen = e.getValue();
+      for (int n = seen.nextClearBit(1); n < seen.length(); n = seen.nextClearBit(n + 1)) {
+        gaps++;
+        if (sampleGaps.size() < 10) {
+          sampleGaps.add(e.getKey() + "#" + n);
+        }
+      }
+    }
 
-    long[][] perBucket = new long[bucketStarts.size()][5];   // expected, applied, missing, doubled, dups
-    long[] total = new long[5];
+    long[][] perBucket = new long[bucketStarts.size()][6];   // expected, applied, missing, doubled, dups, dead
+    long[] total = new long[6];
     List<String> missing = new ArrayList<>();
     List<String> doubled = new ArrayList<>();
     long[] unexpected = {0};
-    counts.forEach((hi, lo, b, copies, applied) -> {
+    counts.forEach((hi, lo, b, copies, applied, dead) -> {
       if (b < 0) {
         unexpected[0]++;
         return;
       }
       long[] row = perBucket[b];
       row[0]++;
+      if (dead > 0) {
+        row[5]++;
+      }
       if (applied > 0) {
         row[1]++;
-      } else {
+      } else if (dead == 0) {
         row[2]++;
         if (missing.size() < 10) {
           missing.add(sampleKeys.getOrDefault(hi ^ lo, "?"));
@@ -218,8 +256,8 @@ public final class Reconciliation {
     Map<Instant, Counts> buckets = new TreeMap<>();
     for (Map.Entry<Instant, Integer> e : bucketIndex.entrySet()) {
       long[] r = perBucket[e.getValue()];
-      buckets.put(e.getKey(), new Counts(recordsPerBucket[e.getValue()], r[0], r[1], r[2], r[3], r[4]));
-      for (int i = 0; i < 5; i++) {
+      buckets.put(e.getKey(), new Counts(recordsPerBucket[e.getValue()], r[0], r[1], r[2], r[3], r[4], r[5]));
+      for (int i = 0; i < 6; i++) {
         total[i] += r[i];
       }
     }
@@ -227,24 +265,42 @@ public final class Reconciliation {
     for (int i = 0; i < bucketStarts.size(); i++) {
       records += recordsPerBucket[i];
     }
-    return new Report(topic, group, buckets, new Counts(records, total[0], total[1], total[2], total[3], total[4]),
-        droppedAndUnknown[0], unexpected[0], missing, doubled);
+    return new Report(topic, group, buckets,
+        new Counts(records, total[0], total[1], total[2], total[3], total[4], total[5]),
+        droppedAndUnknown[0], unexpected[0], missing, doubled, droppedAndUnknown[1], gaps, sampleGaps);
   }
 
-  private int readTopic(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
-      Map<Instant, Integer> bucketIndex, List<Instant> bucketStarts, long[] recordsPerBucket) {
+  private Properties consumerProperties() {
     Properties p = new Properties();
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
-    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
-        new ByteArrayDeserializer())) {
-      List<TopicPartition> tps = new ArrayList<>();
+    return p;
+  }
+
+  private int partitionCount() {
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties(),
+        new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
       List<PartitionInfo> infos = consumer.partitionsFor(topic, Duration.ofSeconds(30));
       if (infos == null || infos.isEmpty()) {
         throw new IllegalArgumentException("topic [" + topic + "] does not exist at " + bootstrap);
       }
+      return infos.size();
+    }
+  }
+
+  private static long position(int partition, long offset) {
+    return ((long) partition << 48) | offset;
+  }
+
+  private void readTopic(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
+      Map<Instant, Integer> bucketIndex, List<Instant> bucketStarts, long[] recordsPerBucket,
+      Map<String, java.util.BitSet> sequences, java.util.Set<Long> deadPositions) {
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties(),
+        new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      List<TopicPartition> tps = new ArrayList<>();
+      List<PartitionInfo> infos = consumer.partitionsFor(topic, Duration.ofSeconds(30));
       for (PartitionInfo info : infos) {
         tps.add(new TopicPartition(topic, info.partition()));
       }
@@ -273,21 +329,35 @@ public final class Reconciliation {
           recordsPerBucket[b]++;
           String key = inputKeys.apply(r).orElseGet(() -> r.topic() + "-" + r.partition() + "-" + r.offset());
           digest(sha, key, d);
-          counts.addInput(d[0], d[1], b);
+          int slot = counts.addInput(d[0], d[1], b);
+          if (deadPositions.contains(position(r.partition(), r.offset()))) {
+            counts.markDead(slot);
+          }
           if (sampleKeys.size() < 100_000) {
             sampleKeys.put(d[0] ^ d[1], key);
+          }
+          if (sequenceHeader != null && r.headers().lastHeader(sequenceHeader) != null) {
+            String entity = r.key() == null ? "" : new String(r.key(), StandardCharsets.UTF_8);
+            try {
+              int seq = Integer.parseInt(new String(r.headers().lastHeader(sequenceHeader).value(),
+                  StandardCharsets.UTF_8).trim());
+              if (seq > 0) {
+                sequences.computeIfAbsent(entity, k -> new java.util.BitSet()).set(seq);
+              }
+            } catch (NumberFormatException e) {
+              // not a sequence number: ignored
+            }
           }
           if (r.offset() + 1 >= end.get(tp)) {
             remaining.remove(tp);
           }
         }
       }
-      return tps.size();
     }
   }
 
   private long[] readJournal(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
-      int partitions) {
+      int partitions, java.util.Set<Long> deadPositions) {
     ActorSystem<Void> reader = ActorSystem.create(Behaviors.empty(), "fencepost-reconciliation",
         journal.pekkoConfig().withFallback(ConfigFactory.parseString("pekko.loglevel = WARNING"))
             .withFallback(ConfigFactory.load()));
@@ -296,10 +366,13 @@ public final class Reconciliation {
       JdbcReadJournal read = PersistenceQuery.get(reader)
           .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
       for (int p = 0; p < partitions; p++) {
+        int partition = p;
         String pid = new PartitionId(group, topic, p).persistenceId();
         read.currentEventsByPersistenceId(pid, 0, Long.MAX_VALUE)
             .runForeach(env -> AppliedBatch.from(env.event()).ifPresent(batch -> {
               droppedByKey[0] += batch.droppedByKey();
+              droppedByKey[1] += batch.deadLetters().size();
+              batch.deadLetters().forEach(dl -> deadPositions.add(position(partition, dl.offset())));
               for (Object event : batch.events()) {
                 Optional<String> key = effectKeys.apply(event);
                 if (key.isPresent()) {

@@ -2,8 +2,8 @@ package io.fencepost.testkit.internal;
 
 /**
  * Per-key counters for reconciliation, keyed by 128-bit digests in parallel primitive arrays with
- * open addressing (load at most 1/2): about 2 x 28 = 56 bytes per key, no object per key, so a
- * million keys take about 56 MiB whatever the keys' length.
+ * open addressing (load at most 1/2): about 2 x 33 = 66 bytes per key, no object per key, so a
+ * million keys take about 66 MiB whatever the keys' length.
  */
 public final class KeyCounts {
 
@@ -12,6 +12,7 @@ public final class KeyCounts {
   private int[] buckets;
   private int[] copies;
   private int[] applied;
+  private int[] dead;
   private boolean[] used;
   private int size;
   private int mask;
@@ -27,7 +28,7 @@ public final class KeyCounts {
   /** Counts one copy of the key seen in the input; the first copy's bucket sticks. Returns the slot. */
   public int addInput(long hi, long lo, int bucket) {
     int slot = slot(hi, lo, true);
-    if (copies[slot] == 0 && applied[slot] == 0) {
+    if (copies[slot] == 0) {
       buckets[slot] = bucket;
     }
     copies[slot]++;
@@ -43,11 +44,16 @@ public final class KeyCounts {
     applied[slot]++;
   }
 
+  /** Marks the key as dead-lettered (one of its copies was given up on, and is in the dead-letter topic). */
+  public void markDead(int slot) {
+    dead[slot]++;
+  }
+
   /** Visits every key's counters. */
   public void forEach(Visitor v) {
     for (int i = 0; i < used.length; i++) {
       if (used[i]) {
-        v.visit(his[i], los[i], buckets[i], copies[i], applied[i]);
+        v.visit(his[i], los[i], buckets[i], copies[i], applied[i], dead[i]);
       }
     }
   }
@@ -55,7 +61,7 @@ public final class KeyCounts {
   /** Receives one key's counters; bucket -1 for keys never seen in the input. */
   @FunctionalInterface
   public interface Visitor {
-    void visit(long hi, long lo, int bucket, int inputCopies, int appliedCount);
+    void visit(long hi, long lo, int bucket, int inputCopies, int appliedCount, int deadLettered);
   }
 
   private int slot(long hi, long lo, boolean insert) {
@@ -82,6 +88,7 @@ public final class KeyCounts {
     int[] ob = buckets;
     int[] oc = copies;
     int[] oa = applied;
+    int[] od = dead;
     boolean[] ou = used;
     allocate(used.length * 2);
     for (int j = 0; j < ou.length; j++) {
@@ -90,6 +97,7 @@ public final class KeyCounts {
         buckets[i] = ob[j];
         copies[i] = oc[j];
         applied[i] = oa[j];
+        dead[i] = od[j];
       }
     }
   }
@@ -100,6 +108,7 @@ public final class KeyCounts {
     buckets = new int[capacity];
     copies = new int[capacity];
     applied = new int[capacity];
+    dead = new int[capacity];
     used = new boolean[capacity];
     mask = capacity - 1;
     size = 0;

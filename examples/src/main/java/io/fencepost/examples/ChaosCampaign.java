@@ -1,0 +1,280 @@
+package io.fencepost.examples;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.testkit.Directories;
+import io.fencepost.testkit.FreePorts;
+import io.fencepost.testkit.JvmProcess;
+import io.fencepost.testkit.Postgres;
+import io.fencepost.testkit.Reconciliation;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * A seeded fault campaign: the broker and N ledger nodes as separate processes on loopback, the
+ * journal on a PostgreSQL this process can stop, the payments generator, and a schedule of faults
+ * (SIGKILL a node, SIGSTOP/SIGCONT a node past its session timeout, a rebalance by adding and removing
+ * a node, a broker restart, a PostgreSQL stop), one at a time. At the end it waits for the ledger to
+ * catch up and reconciles the topic against the journal. The same seed replays the same campaign.
+ */
+public final class ChaosCampaign {
+
+  /** The kinds of fault. */
+  public enum Fault { KILL, ZOMBIE, REBALANCE, BROKER_RESTART, POSTGRES_STOP }
+
+  /** What to run. */
+  public record Plan(long seed, int nodes, int partitions, int payments, int rate, double dupRate, int kills,
+      int zombies, int rebalances, int brokerRestarts, int postgresStops, Path dir) {
+  }
+
+  /** The outcome: the generator's own counts, the faults injected, and the reconciliation. */
+  public record Outcome(long payments, long producerDuplicates, List<String> faults, Reconciliation.Report report) {
+
+    /** One line: the verdict and whether the report agrees exactly with the generator. */
+    public String verdict() {
+      boolean exact = report.total().expected() == payments && report.total().applied() == payments
+          && report.total().producerDuplicates() == producerDuplicates;
+      return (report.ok() && exact ? "CAMPAIGN PASSED: " : "CAMPAIGN FAILED: ") + report.verdict()
+          + (exact ? "" : "; generator sent " + payments + " payments and " + producerDuplicates + " duplicates");
+    }
+
+    public boolean passed() {
+      return report.ok() && report.total().expected() == payments && report.total().applied() == payments
+          && report.total().producerDuplicates() == producerDuplicates;
+    }
+  }
+
+  private static final String TOPIC = "payments";
+  private static final String GROUP = "ledger";
+
+  private final Plan plan;
+  private final PrintStream out;
+  private final List<JvmProcess> started = new ArrayList<>();
+  private final List<String> faultLog = Collections.synchronizedList(new ArrayList<>());
+  private JvmProcess broker;
+  private String bootstrap;
+  private int brokerPort;
+  private Postgres postgres;
+  private JournalDatabase db;
+  private int[] ports;
+  private JvmProcess[] nodes;
+
+  public ChaosCampaign(Plan plan, PrintStream out) {
+    this.plan = plan;
+    this.out = out;
+  }
+
+  /** Runs the whole campaign; always cleans up its processes. */
+  public Outcome run() throws Exception {
+    Directories.deleteRecursively(plan.dir());
+    try {
+      start();
+      List<Fault> schedule = schedule();
+      out.println("campaign seed " + plan.seed() + ": " + schedule);
+      PaymentProducer producer = new PaymentProducer(bootstrap, TOPIC, 200, plan.dupRate(), plan.seed());
+      AtomicReference<PaymentProducer.Summary> summary = new AtomicReference<>();
+      AtomicReference<Throwable> producerFailure = new AtomicReference<>();
+      Thread producing = new Thread(() -> {
+        try {
+          summary.set(producer.run(plan.payments(), plan.rate(), i -> { }));
+        } catch (Throwable t) {
+          producerFailure.set(t);
+        }
+      }, "campaign-producer");
+      producing.start();
+      double seconds = plan.payments() / (double) plan.rate();
+      long gap = (long) (seconds * 1000 / (schedule.size() + 1));
+      Random random = new Random(plan.seed());
+      for (Fault f : schedule) {
+        Thread.sleep(Math.max(1000, gap - 8000));
+        inject(f, random);
+      }
+      producing.join();
+      if (producerFailure.get() != null) {
+        throw new IllegalStateException("the generator failed: " + producerFailure.get(), producerFailure.get());
+      }
+      for (int i = 0; i < nodes.length; i++) {
+        if (!nodes[i].isAlive()) {
+          restartNode(i, "was down at the end");
+        }
+      }
+      awaitCaughtUp(Duration.ofMinutes(5));
+      Reconciliation.Report report = LedgerReconciliation.of(bootstrap, TOPIC, GROUP, db).bucket(Duration.ofSeconds(30))
+          .run();
+      return new Outcome(summary.get().payments(), summary.get().duplicates(), List.copyOf(faultLog), report);
+    } finally {
+      for (JvmProcess p : started) {
+        p.close();
+      }
+      if (postgres != null) {
+        postgres.startServer();
+        postgres.close();
+      }
+    }
+  }
+
+  private List<Fault> schedule() {
+    List<Fault> s = new ArrayList<>();
+    for (int i = 0; i < plan.kills(); i++) {
+      s.add(Fault.KILL);
+    }
+    for (int i = 0; i < plan.zombies(); i++) {
+      s.add(Fault.ZOMBIE);
+    }
+    for (int i = 0; i < plan.rebalances(); i++) {
+      s.add(Fault.REBALANCE);
+    }
+    for (int i = 0; i < plan.brokerRestarts(); i++) {
+      s.add(Fault.BROKER_RESTART);
+    }
+    for (int i = 0; i < plan.postgresStops(); i++) {
+      s.add(Fault.POSTGRES_STOP);
+    }
+    Collections.shuffle(s, new Random(plan.seed()));
+    return s;
+  }
+
+  private void start() throws Exception {
+    brokerPort = FreePorts.next();
+    startBroker();
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+      admin.createTopics(List.of(new NewTopic(TOPIC, plan.partitions(), (short) 1))).all().get(30, TimeUnit.SECONDS);
+    }
+    postgres = Postgres.startEmbedded(plan.dir().resolve("postgres"), FreePorts.next());
+    db = postgres.createDatabase("campaign");
+    db.installSchema();
+    ports = new int[plan.nodes()];
+    nodes = new JvmProcess[plan.nodes()];
+    for (int i = 0; i < ports.length; i++) {
+      ports[i] = FreePorts.next();
+    }
+    for (int i = 0; i < ports.length; i++) {
+      nodes[i] = node("node" + i, ports[i]);
+    }
+    for (JvmProcess n : nodes) {
+      n.awaitLine("READY", Duration.ofSeconds(120));
+    }
+    out.printf("broker %s, %d nodes, journal %s%n", bootstrap, nodes.length, db.jdbcUrl());
+  }
+
+  private void startBroker() {
+    broker = JvmProcess.start("broker", Main.class.getName(), List.of("broker", "--dir",
+        plan.dir().resolve("kafka").toString(), "--port", Integer.toString(brokerPort)), plan.dir().resolve("broker.log"));
+    started.add(broker);
+    bootstrap = broker.awaitLine("BOOTSTRAP=", Duration.ofSeconds(120)).substring("BOOTSTRAP=".length());
+  }
+
+  private JvmProcess node(String name, int port) {
+    List<String> seeds = new ArrayList<>();
+    for (int p : ports) {
+      seeds.add("127.0.0.1:" + p);
+    }
+    JvmProcess p = JvmProcess.start(name, Main.class.getName(), List.of("ledger", "--bootstrap", bootstrap,
+        "--topic", TOPIC, "--group", GROUP, "--jdbc-url", db.jdbcUrl(), "--jdbc-user", db.user(),
+        "--jdbc-password", db.password(), "--port", Integer.toString(port), "--seeds", String.join(",", seeds)),
+        plan.dir().resolve(name + ".log"));
+    started.add(p);
+    return p;
+  }
+
+  private void restartNode(int i, String why) {
+    nodes[i] = node("node" + i, ports[i]);
+    nodes[i].awaitLine("READY", Duration.ofSeconds(120));
+    log("node" + i + " restarted (" + why + ")");
+  }
+
+  private void inject(Fault f, Random random) throws Exception {
+    int i = random.nextInt(nodes.length);
+    switch (f) {
+      case KILL -> {
+        nodes[i].kill();
+        log("SIGKILL node" + i);
+        Thread.sleep(10_000);   // the split-brain resolver downs it; its partitions move
+        restartNode(i, "after SIGKILL");
+      }
+      case ZOMBIE -> {
+        nodes[i].pause();
+        log("SIGSTOP node" + i);
+        Thread.sleep(12_000);   // past session.timeout.ms and the resolver's stable-after
+        nodes[i].resume();
+        log("SIGCONT node" + i);
+        Thread.sleep(5_000);
+        if (!nodes[i].isAlive()) {
+          restartNode(i, "the zombie was downed and exited");
+        }
+      }
+      case REBALANCE -> {
+        int port = FreePorts.next();
+        JvmProcess extra = node("extra", port);
+        extra.awaitLine("READY", Duration.ofSeconds(120));
+        log("node added (rebalance)");
+        Thread.sleep(8_000);
+        extra.terminate(Duration.ofSeconds(60));
+        log("node removed gracefully (rebalance)");
+      }
+      case BROKER_RESTART -> {
+        broker.terminate(Duration.ofSeconds(60));
+        log("broker stopped");
+        Thread.sleep(3_000);
+        startBroker();
+        log("broker restarted");
+      }
+      case POSTGRES_STOP -> {
+        postgres.stopServer();
+        log("PostgreSQL stopped");
+        Thread.sleep(10_000);
+        postgres.startServer();
+        log("PostgreSQL started");
+      }
+    }
+  }
+
+  private void log(String fault) {
+    String line = String.format("%tT %s", System.currentTimeMillis(), fault);
+    faultLog.add(line);
+    out.println("fault: " + line);
+  }
+
+  private void awaitCaughtUp(Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+      Map<TopicPartition, OffsetSpec> specs = new java.util.HashMap<>();
+      for (int p = 0; p < plan.partitions(); p++) {
+        specs.put(new TopicPartition(TOPIC, p), OffsetSpec.latest());
+      }
+      while (System.nanoTime() < deadline) {
+        try {
+          Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(GROUP)
+              .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+          long behind = 0;
+          for (var e : admin.listOffsets(specs).all().get(30, TimeUnit.SECONDS).entrySet()) {
+            OffsetAndMetadata c = committed.get(e.getKey());
+            behind += e.getValue().offset() - (c == null ? 0 : c.offset());
+          }
+          if (behind <= 0) {
+            out.println("ledger caught up");
+            return;
+          }
+        } catch (Exception e) {
+          // the broker may be coming back
+        }
+        Thread.sleep(1000);
+      }
+      out.println("ledger did not catch up within " + timeout.toSeconds() + " s; reconciling anyway");
+    }
+  }
+}
