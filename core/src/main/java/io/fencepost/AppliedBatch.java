@@ -25,7 +25,8 @@ public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events
     Instant writtenAt, int applied, int droppedByKey, List<DeadLetterView> deadLetters) {
 
   /** A dead-lettered offset as journaled. */
-  public record DeadLetterView(long offset, String key, String errorClass, String errorMessage, int attempts) {
+  public record DeadLetterView(long offset, String key, String errorClass, String errorMessage, int attempts,
+      boolean parked) {
   }
 
   /** The batch, when {@code journalEvent} is an event a partition actor wrote. */
@@ -33,7 +34,8 @@ public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events
     if (journalEvent instanceof BatchEvent e) {
       return Optional.of(new AppliedBatch(e.fromOffset(), e.nextOffset(), e.events(), e.incarnation(),
           Instant.ofEpochMilli(e.atMillis()), e.applied(), e.droppedByKey(), e.deadLetters().stream()
-              .map(d -> new DeadLetterView(d.offset(), d.key(), d.errorClass(), d.errorMessage(), d.attempts()))
+              .map(d -> new DeadLetterView(d.offset(), d.key(), d.errorClass(), d.errorMessage(), d.attempts(),
+                  d.parked()))
               .toList()));
     }
     return Optional.empty();

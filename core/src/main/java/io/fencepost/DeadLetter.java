@@ -14,9 +14,17 @@ import java.util.Optional;
  * @param errorClass the failure's class name
  * @param errorMessage the failure's message
  * @param attempts how many times the record was tried (1 for a decoding failure)
+ * @param parked true when the record did not fail itself but was parked behind an earlier failed
+ *     record of the same key ({@code fencepost.partition-actor.per-key-ordering})
  */
 public record DeadLetter(PartitionId partition, long offset, Optional<String> key, String errorClass,
-    String errorMessage, int attempts) {
+    String errorMessage, int attempts, boolean parked) {
+
+  /** A record that failed itself (not parked). */
+  public DeadLetter(PartitionId partition, long offset, Optional<String> key, String errorClass, String errorMessage,
+      int attempts) {
+    this(partition, offset, key, errorClass, errorMessage, attempts, false);
+  }
 
   public DeadLetter {
     Objects.requireNonNull(partition, "partition");

@@ -30,11 +30,13 @@ public final class PartitionActorSettings {
   private final Duration backoffMin;
   private final Duration backoffMax;
   private final double backoffRandomFactor;
+  private final boolean perKeyOrdering;
 
   private PartitionActorSettings(DeliveryMode deliveryMode, int snapshotEvery, int keepSnapshots,
       boolean keyWindowEnabled, int keyWindowMaxKeys, Duration keyWindowMaxAge, String keyHeader,
       String journalPluginId, String snapshotPluginId, Duration backoffMin, Duration backoffMax,
-      double backoffRandomFactor) {
+      double backoffRandomFactor, boolean perKeyOrdering) {
+    this.perKeyOrdering = perKeyOrdering;
     this.deliveryMode = Objects.requireNonNull(deliveryMode, "deliveryMode");
     this.snapshotEvery = requirePositive(CONFIG_PATH + "." + "snapshot-every", snapshotEvery);
     this.keepSnapshots = requirePositive(CONFIG_PATH + "." + "keep-snapshots", keepSnapshots);
@@ -98,8 +100,10 @@ public final class PartitionActorSettings {
       Duration max = section.getDuration(key);
       key = "failure-backoff.random-factor";
       double random = section.getDouble(key);
+      key = "per-key-ordering";
+      boolean perKey = section.getBoolean(key);
       return new PartitionActorSettings(mode, snapshotEvery, keep, enabled, maxKeys, maxAge, header, journal,
-          snapshot, min, max, random);
+          snapshot, min, max, random, perKey);
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(pathForErrors + "." + key, describe(section, key),
           "has the wrong type or format (" + e.getMessage() + ")");
@@ -184,29 +188,44 @@ public final class PartitionActorSettings {
     return backoffRandomFactor;
   }
 
+  /** Whether later records of a dead-lettered key are parked until it is replayed. */
+  public boolean perKeyOrdering() {
+    return perKeyOrdering;
+  }
+
+  public PartitionActorSettings withPerKeyOrdering(boolean value) {
+    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
+        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
+        value);
+  }
+
   public PartitionActorSettings withDeliveryMode(DeliveryMode value) {
     return new PartitionActorSettings(value, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor);
+        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
+        perKeyOrdering);
   }
 
   public PartitionActorSettings withSnapshotEvery(int value) {
     return new PartitionActorSettings(deliveryMode, value, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor);
+        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
+        perKeyOrdering);
   }
 
   public PartitionActorSettings withKeyWindow(boolean enabled, int maxKeys, Duration maxAge) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, enabled, maxKeys, maxAge,
-        keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor);
+        keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
+        perKeyOrdering);
   }
 
   public PartitionActorSettings withKeyHeader(String value) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, value, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor);
+        keyWindowMaxAge, value, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
+        perKeyOrdering);
   }
 
   public PartitionActorSettings withFailureBackoff(Duration min, Duration max) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, min, max, backoffRandomFactor);
+        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, min, max, backoffRandomFactor, perKeyOrdering);
   }
 
   @Override
@@ -215,6 +234,6 @@ public final class PartitionActorSettings {
         + ", keepSnapshots=" + keepSnapshots + ", keyWindow=" + (keyWindowEnabled ? keyWindowMaxKeys + " keys/"
         + keyWindowMaxAge : "off") + ", keyHeader=" + keyHeader + ", journalPluginId=" + journalPluginId
         + ", snapshotPluginId=" + snapshotPluginId + ", failureBackoff=" + backoffMin + ".." + backoffMax
-        + " x" + backoffRandomFactor + ")";
+        + " x" + backoffRandomFactor + ", perKeyOrdering=" + perKeyOrdering + ")";
   }
 }

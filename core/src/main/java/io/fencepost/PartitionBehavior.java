@@ -13,6 +13,7 @@ import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.PartitionFencedException;
+import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.RetriableException;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.internal.DeadLetterEntry;
@@ -132,7 +133,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         }
         return new PartitionState<>(stored.user(), stored.nextOffset(), window, stored.lastIncarnation(),
             stored.appliedRecords(), stored.droppedByKey(), stored.batches(), stored.lastWriteMillis(),
-            stored.deadLettered());
+            stored.deadLettered(), stored.parkedKeys());
       }
     };
   }
@@ -249,6 +250,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     final List<Inbound<V>> fresh = new ArrayList<>();
     final List<Long> freshDigests = new ArrayList<>();
     final List<DeadLetterEntry> deadLetters = new ArrayList<>();
+    final List<String> unparked = new ArrayList<>();
+    final List<Long> toPark = new ArrayList<>();
     long nextOffset;
     int droppedRedelivery;
     int droppedByKey;
@@ -275,6 +278,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     sel.nextOffset = state.nextOffset();
     Set<Digest> batchKeys = new HashSet<>();
     KeyWindow window = state.window();
+    java.util.Map<String, Long> parked = settings.perKeyOrdering() ? new java.util.HashMap<>(state.parkedKeys())
+        : java.util.Map.of();
     for (Object item : byOffset.values()) {
       long offset = item instanceof DeadLetter d ? d.offset() : ((Inbound<?>) item).offset();
       if (sel.nextOffset != PartitionState.NO_OFFSET && offset < sel.nextOffset) {
@@ -282,14 +287,30 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         continue;
       }
       if (item instanceof DeadLetter d) {
+        boolean parksKey = settings.perKeyOrdering() && !d.parked() && d.key().isPresent();
+        if (parksKey) {
+          parked.putIfAbsent(d.key().get(), d.offset());
+        }
         sel.deadLetters.add(new DeadLetterEntry(d.offset(), d.key().orElse(""), d.errorClass(), d.errorMessage(),
-            d.attempts()));
+            d.attempts(), d.parked(), parksKey));
         sel.nextOffset = d.offset() + 1;
         ctx.getLog().warn("[{}] offset [{}] dead-lettered after {} attempt(s): {}: {}", partition.shortName(),
             d.offset(), d.attempts(), d.errorClass(), d.errorMessage());
         continue;
       }
       Inbound<V> record = (Inbound<V>) item;
+      if (!parked.isEmpty() && record.key().isPresent() && parked.containsKey(record.key().get())) {
+        String k = record.key().get();
+        long parkedBy = parked.get(k);
+        if (replayOf(record) == parkedBy) {
+          // The failed record itself is back (replayed): the key is free again, in order.
+          parked.remove(k);
+          sel.unparked.add(k);
+        } else {
+          sel.toPark.add(record.offset());
+          continue;
+        }
+      }
       Optional<String> key = window == null ? Optional.empty() : actor.callBusinessKey(record);
       if (key.isPresent()) {
         digest.digest(key.get(), digestOut);
@@ -313,6 +334,18 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private record Digest(long hi, long lo) {
   }
 
+  /** The original offset a replayed record stood at ({@code fencepost.replay-of} header), or -1. */
+  private static long replayOf(Inbound<?> record) {
+    return record.header("fencepost.replay-of").map(id -> {
+      int dash = id.lastIndexOf('-');
+      try {
+        return Long.parseLong(id.substring(dash + 1));
+      } catch (RuntimeException e) {
+        return -1L;
+      }
+    }).orElse(-1L);
+  }
+
   private ReplyEffect<BatchEvent, PartitionState<S>> onApplyBatch(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd) {
     Selection sel;
@@ -320,6 +353,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       sel = select(state, cmd.records(), cmd.deadLetters());
     } catch (FencepostException e) {
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, e));
+    }
+    if (!sel.toPark.isEmpty()) {
+      return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition,
+          new RecordsParkedException(partition.entityId(), sel.toPark)));
     }
     droppedRedelivery += sel.droppedRedelivery;
     metrics.dropped(sel.droppedRedelivery, sel.droppedByKey);
@@ -348,7 +385,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       }
     }
     BatchEvent event = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), events,
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters);
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked);
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size());
     return persist(state, event, user, outcome, cmd.replyTo());
@@ -357,7 +394,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd, Selection sel) {
     BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters);
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked);
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size());
     List<Inbound<?>> accepted = List.copyOf(sel.fresh);

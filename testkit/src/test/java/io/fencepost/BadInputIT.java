@@ -286,6 +286,56 @@ class BadInputIT {
     }
   }
 
+  @Test
+  void withPerKeyOrderingLaterRecordsOfAFailedKeyAreParkedUntilItIsReplayed() throws Exception {
+    String topic = KafkaBroker.uniqueName("parked");
+    broker.createTopic(topic, 1);
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    String[][] records = {{"k1", "pay-a"}, {"k2", "fatal-b"}, {"k1", "pay-c"}, {"k2", "pay-d"}, {"k2", "pay-e"},
+        {"k3", "pay-f"}};
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+      for (String[] r : records) {
+        producer.send(new ProducerRecord<>(topic, 0, r[0], r[1] + ",m1,10")).get();
+      }
+    }
+    ActorSystem<Void> system = KafkaPipelineIT.node("parking", postgres);
+    try {
+      PipelineSettings base = PipelineSettings.create(system, "parking")
+          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
+          .withGroupId(KafkaBroker.uniqueName("parking-group"));
+      PipelineSettings settings = base.withPartitionActor(base.partitionActor().withPerKeyOrdering(true));
+      Pipeline pipeline = KafkaPipeline.create(system, Picky::new, new KafkaPipelineIT.PaymentDeserializer(), settings)
+          .start();
+      PartitionView v = awaitNextOffset(pipeline, 6);
+      assertEquals(3, v.appliedRecords(), "k1 and k3 proceed: pay-a, pay-c, pay-f");
+      assertEquals(3, v.deadLettered(), "fatal-b failed, pay-d and pay-e parked behind it");
+      List<ConsumerRecord<byte[], byte[]>> dlt = readAll(settings.deadLetterTopic(topic), 3);
+      assertEquals(List.of("false", "true", "true"), dlt.stream().map(r -> header(r, "fencepost.parked")).toList());
+      assertEquals(List.of("1", "3", "4"), dlt.stream().map(r -> header(r, "fencepost.original.offset")).toList());
+
+      fixed = true;
+      assertEquals(3, io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), settings.deadLetterTopic(topic))
+          .withKey("k2").run().replayed());
+      v = awaitNextOffset(pipeline, 9);
+      assertEquals(6, v.appliedRecords(), "the failed record and then the parked ones, in order");
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+
+      JdbcReadJournal journal = PersistenceQuery.get(system)
+          .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+      List<String> applied = new ArrayList<>();
+      journal.currentEventsByPersistenceId(new PartitionId(settings.groupId(), topic, 0).persistenceId(), 0, Long.MAX_VALUE)
+          .runForeach(env -> AppliedBatch.from(env.event()).ifPresent(b -> b.events()
+              .forEach(e -> applied.add(((TestLedger.Credited) e).paymentId()))), system)
+          .toCompletableFuture().get(60, TimeUnit.SECONDS);
+      assertEquals(List.of("pay-a", "pay-c", "pay-f", "fatal-b", "pay-d", "pay-e"), applied);
+    } finally {
+      fixed = false;
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
   private static PartitionView awaitNextOffset(Pipeline pipeline, long next) throws Exception {
     long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
     while (true) {

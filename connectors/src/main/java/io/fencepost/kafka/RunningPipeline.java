@@ -28,6 +28,7 @@ import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.SettingsException;
 import io.fencepost.kafka.internal.DeadLetterHeaders;
 import io.fencepost.kafka.internal.ProducerSafety;
@@ -416,7 +417,7 @@ final class RunningPipeline<V> implements Pipeline {
         out.headers().add(h);
       }
       DeadLetterHeaders.add(out.headers(), work.id, r.topic(), r.partition(), r.offset(), r.timestamp(),
-          d.errorClass(), d.errorMessage(), d.attempts());
+          d.errorClass(), d.errorMessage(), d.attempts(), d.parked());
       CompletableFuture<Void> ack = new CompletableFuture<>();
       deadLetterProducer.send(out, (md, e) -> {
         if (e == null) {
@@ -459,6 +460,9 @@ final class RunningPipeline<V> implements Pipeline {
       }
       if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof HandlerFailedException h) {
         return onHandlerFailure(work, h, attempt);
+      }
+      if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof RecordsParkedException p) {
+        return onParked(work, p, attempt);
       }
       String reason;
       if (outcome instanceof BatchOutcome.Rejected rejected) {
@@ -503,6 +507,25 @@ final class RunningPipeline<V> implements Pipeline {
     work.records.removeIf(in -> in.offset() == h.offset());
     work.deadLetters.add(d);
     return publishDeadLetters(work, List.of(d)).thenCompose(v -> applyUntilDone(work, attempt));
+  }
+
+  /** Per-key ordering: dead-letters records whose key is parked (marked parked), then resends the rest. */
+  private CompletionStage<Optional<ConsumerMessage.CommittableOffset>> onParked(BatchWork work,
+      RecordsParkedException parked, int attempt) {
+    List<DeadLetter> letters = new ArrayList<>();
+    for (long offset : parked.offsets()) {
+      ConsumerRecord<byte[], byte[]> r = work.raw.get(offset);
+      if (r == null || work.deadLetters.stream().anyMatch(d -> d.offset() == offset)) {
+        continue;
+      }
+      letters.add(new DeadLetter(work.id, offset, key(r), "parked",
+          "key [" + key(r).orElse("") + "] is parked behind an earlier failed record; replay that one first", 1, true));
+    }
+    log.info("[{}] parking {} record(s) behind failed records of their keys: offsets {}", work.id.shortName(),
+        letters.size(), parked.offsets());
+    work.records.removeIf(in -> parked.offsets().contains(in.offset()));
+    work.deadLetters.addAll(letters);
+    return publishDeadLetters(work, letters).thenCompose(v -> applyUntilDone(work, attempt));
   }
 
   private Duration handlerBackoff(int tries) {

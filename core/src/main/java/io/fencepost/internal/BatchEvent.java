@@ -18,6 +18,7 @@ import java.util.List;
  * @param droppedByKey records dropped because their business key was in the window
  * @param deadLetters records given up on (already published to the dead-letter topic), the offset
  *     moving past them in this same write
+ * @param unparked record keys no longer parked: their failed record was replayed in this batch
  */
 public record BatchEvent(
     String incarnation,
@@ -28,17 +29,20 @@ public record BatchEvent(
     long[] keyDigests,
     int applied,
     int droppedByKey,
-    List<DeadLetterEntry> deadLetters) {
+    List<DeadLetterEntry> deadLetters,
+    List<String> unparked) {
 
   /** A batch without dead letters. */
   public BatchEvent(String incarnation, long fromOffset, long nextOffset, long atMillis, List<Object> events,
       long[] keyDigests, int applied, int droppedByKey) {
-    this(incarnation, fromOffset, nextOffset, atMillis, events, keyDigests, applied, droppedByKey, List.of());
+    this(incarnation, fromOffset, nextOffset, atMillis, events, keyDigests, applied, droppedByKey, List.of(),
+        List.of());
   }
 
   public BatchEvent {
     events = List.copyOf(events);
     deadLetters = List.copyOf(deadLetters);
+    unparked = List.copyOf(unparked);
     if ((keyDigests.length & 1) != 0) {
       throw new IllegalArgumentException("keyDigests holds (high, low) pairs, length was " + keyDigests.length);
     }

@@ -1,7 +1,16 @@
 package io.fencepost.internal;
 
-/** A dead letter as journaled in a {@link BatchEvent}: the offset moved past it in the same write. */
-public record DeadLetterEntry(long offset, String key, String errorClass, String errorMessage, int attempts) {
+/**
+ * A dead letter as journaled in a {@link BatchEvent}: the offset moved past it in the same write.
+ * {@code parked}: it was parked behind an earlier failure of its key; {@code parksKey}: its key is
+ * parked from now on (per-key ordering on, and it failed itself).
+ */
+public record DeadLetterEntry(long offset, String key, String errorClass, String errorMessage, int attempts,
+    boolean parked, boolean parksKey) {
+
+  public DeadLetterEntry(long offset, String key, String errorClass, String errorMessage, int attempts) {
+    this(offset, key, errorClass, errorMessage, attempts, false, false);
+  }
 
   public DeadLetterEntry {
     key = key == null ? "" : key;

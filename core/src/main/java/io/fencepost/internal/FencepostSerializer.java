@@ -29,8 +29,10 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
 
   private static final String BATCH_V1 = "B1";
   private static final String BATCH_V2 = "B2";
+  private static final String BATCH_V3 = "B3";
   private static final String STATE_V1 = "S1";
   private static final String STATE_V2 = "S2";
+  private static final String STATE_V3 = "S3";
 
   private final ExtendedActorSystem system;
   private volatile Serialization serialization;
@@ -47,10 +49,10 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   @Override
   public String manifest(Object o) {
     if (o instanceof BatchEvent) {
-      return BATCH_V2;
+      return BATCH_V3;
     }
     if (o instanceof PartitionState) {
-      return STATE_V2;
+      return STATE_V3;
     }
     throw new IllegalArgumentException("FencepostSerializer cannot serialize " + o.getClass().getName());
   }
@@ -76,10 +78,12 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
       return switch (manifest) {
-        case BATCH_V1 -> readBatch(in, false);
-        case BATCH_V2 -> readBatch(in, true);
-        case STATE_V1 -> readState(in, false);
-        case STATE_V2 -> readState(in, true);
+        case BATCH_V1 -> readBatch(in, 1);
+        case BATCH_V2 -> readBatch(in, 2);
+        case BATCH_V3 -> readBatch(in, 3);
+        case STATE_V1 -> readState(in, 1);
+        case STATE_V2 -> readState(in, 2);
+        case STATE_V3 -> readState(in, 3);
         default -> throw new NotSerializableException("unknown Fencepost manifest [" + manifest
             + "]: written by a newer Fencepost? Roll back or upgrade every node.");
       };
@@ -111,6 +115,12 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
       out.writeUTF(dead.errorClass());
       out.writeUTF(truncate(dead.errorMessage()));
       out.writeInt(dead.attempts());
+      out.writeBoolean(dead.parked());
+      out.writeBoolean(dead.parksKey());
+    }
+    out.writeInt(e.unparked().size());
+    for (String key : e.unparked()) {
+      out.writeUTF(key);
     }
   }
 
@@ -118,7 +128,7 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     return s.length() > 4000 ? s.substring(0, 4000) + "..." : s;
   }
 
-  private BatchEvent readBatch(DataInputStream in, boolean withDeadLetters) throws IOException {
+  private BatchEvent readBatch(DataInputStream in, int version) throws IOException {
     String incarnation = in.readUTF();
     long from = in.readLong();
     long next = in.readLong();
@@ -135,13 +145,27 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
       events.add(readNested(in));
     }
     List<DeadLetterEntry> dead = new ArrayList<>();
-    if (withDeadLetters) {
+    List<String> unparked = new ArrayList<>();
+    if (version >= 2) {
       int m = in.readInt();
       for (int i = 0; i < m; i++) {
-        dead.add(new DeadLetterEntry(in.readLong(), in.readUTF(), in.readUTF(), in.readUTF(), in.readInt()));
+        long offset = in.readLong();
+        String key = in.readUTF();
+        String errorClass = in.readUTF();
+        String message = in.readUTF();
+        int attempts = in.readInt();
+        boolean parked = version >= 3 && in.readBoolean();
+        boolean parksKey = version >= 3 && in.readBoolean();
+        dead.add(new DeadLetterEntry(offset, key, errorClass, message, attempts, parked, parksKey));
       }
     }
-    return new BatchEvent(incarnation, from, next, at, events, d, applied, droppedByKey, dead);
+    if (version >= 3) {
+      int u = in.readInt();
+      for (int i = 0; i < u; i++) {
+        unparked.add(in.readUTF());
+      }
+    }
+    return new BatchEvent(incarnation, from, next, at, events, d, applied, droppedByKey, dead, unparked);
   }
 
   private void writeState(DataOutputStream out, PartitionState<?> s) throws IOException {
@@ -153,6 +177,11 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     out.writeLong(s.batches());
     out.writeLong(s.lastWriteMillis());
     out.writeLong(s.deadLettered());
+    out.writeInt(s.parkedKeys().size());
+    for (var e : s.parkedKeys().entrySet()) {
+      out.writeUTF(e.getKey());
+      out.writeLong(e.getValue());
+    }
     KeyWindow w = s.window();
     if (w == null) {
       out.writeBoolean(false);
@@ -177,7 +206,7 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     }
   }
 
-  private PartitionState<Object> readState(DataInputStream in, boolean withDeadLettered) throws IOException {
+  private PartitionState<Object> readState(DataInputStream in, int version) throws IOException {
     Object user = readNested(in);
     long next = in.readLong();
     String incarnation = in.readUTF();
@@ -185,7 +214,14 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     long droppedByKey = in.readLong();
     long batches = in.readLong();
     long lastWrite = in.readLong();
-    long deadLettered = withDeadLettered ? in.readLong() : 0;
+    long deadLettered = version >= 2 ? in.readLong() : 0;
+    java.util.Map<String, Long> parked = new java.util.HashMap<>();
+    if (version >= 3) {
+      int n = in.readInt();
+      for (int i = 0; i < n; i++) {
+        parked.put(in.readUTF(), in.readLong());
+      }
+    }
     KeyWindow window = null;
     if (in.readBoolean()) {
       int maxKeys = in.readInt();
@@ -197,7 +233,7 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
       }
     }
     return new PartitionState<>(user, next, window, incarnation, applied, droppedByKey, batches, lastWrite,
-        deadLettered);
+        deadLettered, parked);
   }
 
   private void writeNested(DataOutputStream out, Object o) throws IOException {

@@ -18,12 +18,13 @@ public final class PartitionState<S> {
   private long batches;
   private long lastWriteMillis;
   private long deadLettered;
+  private final java.util.Map<String, Long> parkedKeys;
   // Pekko keeps the emptyState() object and starts every recovery (after a restart too) from it, so
   // that object must never change: the first event applied to it goes to a fresh copy instead.
   private final boolean pristine;
 
   public PartitionState(S user, long nextOffset, KeyWindow window, String lastIncarnation, long appliedRecords,
-      long droppedByKey, long batches, long lastWriteMillis, long deadLettered) {
+      long droppedByKey, long batches, long lastWriteMillis, long deadLettered, java.util.Map<String, Long> parked) {
     this.user = user;
     this.nextOffset = nextOffset;
     this.window = window;
@@ -33,6 +34,7 @@ public final class PartitionState<S> {
     this.batches = batches;
     this.lastWriteMillis = lastWriteMillis;
     this.deadLettered = deadLettered;
+    this.parkedKeys = new java.util.HashMap<>(parked);
     this.pristine = false;
   }
 
@@ -41,6 +43,7 @@ public final class PartitionState<S> {
     this.nextOffset = NO_OFFSET;
     this.window = window;
     this.lastIncarnation = "";
+    this.parkedKeys = java.util.Map.of();
     this.pristine = true;
   }
 
@@ -56,7 +59,7 @@ public final class PartitionState<S> {
   public PartitionState<S> apply(BatchEvent e, S newUser) {
     if (pristine) {
       KeyWindow fresh = window == null ? null : new KeyWindow(window.maxKeys(), window.maxAgeMillis());
-      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0, 0).apply(e, newUser);
+      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0, 0, java.util.Map.of()).apply(e, newUser);
     }
     user = newUser;
     if (e.nextOffset() > nextOffset) {
@@ -74,6 +77,14 @@ public final class PartitionState<S> {
     droppedByKey += e.droppedByKey();
     batches++;
     deadLettered += e.deadLetters().size();
+    for (String key : e.unparked()) {
+      parkedKeys.remove(key);
+    }
+    for (DeadLetterEntry d : e.deadLetters()) {
+      if (d.parksKey()) {
+        parkedKeys.putIfAbsent(d.key(), d.offset());
+      }
+    }
     lastWriteMillis = e.atMillis();
     return this;
   }
@@ -111,6 +122,11 @@ public final class PartitionState<S> {
     return lastWriteMillis;
   }
 
+  /** Record keys parked (per-key ordering), each with the offset of the failure that parked it. */
+  public java.util.Map<String, Long> parkedKeys() {
+    return java.util.Collections.unmodifiableMap(parkedKeys);
+  }
+
   /** Records dead-lettered over the partition's history. */
   public long deadLettered() {
     return deadLettered;
@@ -119,6 +135,6 @@ public final class PartitionState<S> {
   /** A copy whose window is independent of this one (for snapshots). */
   public PartitionState<S> copyForSnapshot() {
     return new PartitionState<>(user, nextOffset, window == null ? null : window.copy(), lastIncarnation,
-        appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered);
+        appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys);
   }
 }

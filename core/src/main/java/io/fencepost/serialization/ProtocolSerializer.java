@@ -24,6 +24,7 @@ import io.fencepost.PartitionStatus;
 import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
 import org.apache.pekko.actor.ExtendedActorSystem;
@@ -102,6 +103,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
           out.writeUTF(d.errorClass());
           out.writeUTF(truncate(d.errorMessage()));
           out.writeInt(d.attempts());
+          out.writeBoolean(d.parked());
         }
       } else if (o instanceof PartitionCommand.GetStatus g) {
         writeRef(out, g.replyTo());
@@ -121,6 +123,13 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
           out.writeUTF(f.partition());
           out.writeLong(f.expectedNextOffset());
           out.writeLong(f.storedNextOffset());
+        } else if (e instanceof RecordsParkedException parkedRecords) {
+          out.writeByte(4);
+          out.writeUTF(parkedRecords.partition());
+          out.writeInt(parkedRecords.offsets().size());
+          for (long parkedOffset : parkedRecords.offsets()) {
+            out.writeLong(parkedOffset);
+          }
         } else if (e instanceof HandlerFailedException h) {
           out.writeByte(3);
           out.writeUTF(h.partition());
@@ -170,7 +179,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
             boolean hasKey = in.readBoolean();
             String key = in.readUTF();
             dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), in.readUTF(),
-                in.readUTF(), in.readInt()));
+                in.readUTF(), in.readInt(), in.readBoolean()));
           }
           return new PartitionCommand.ApplyBatch(records, dead, replyTo);
         }
@@ -187,6 +196,15 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
           FencepostException e = switch (kind) {
             case 0 -> new PartitionFencedException(in.readUTF(), in.readLong(), in.readLong());
             case 1 -> new RetriableException(in.readUTF());
+            case 4 -> {
+              String partition = in.readUTF();
+              int n = in.readInt();
+              List<Long> offsets = new ArrayList<>(n);
+              for (int i = 0; i < n; i++) {
+                offsets.add(in.readLong());
+              }
+              yield new RecordsParkedException(partition, offsets);
+            }
             case 3 -> {
               String partition = in.readUTF();
               long offset = in.readLong();

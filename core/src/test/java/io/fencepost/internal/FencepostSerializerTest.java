@@ -38,7 +38,8 @@ class FencepostSerializerTest {
   @Test
   void batchEventRoundTripsWithUserEventsThroughTheirOwnSerializer() {
     BatchEvent e = new BatchEvent("inc-1", 10, 13, 1234L, List.of(new Credited("m1", 5), new Credited("m2", 7)),
-        new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3)));
+        new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true)),
+        List.of("k7"));
     BatchEvent back = (BatchEvent) roundTrip(e);
     assertEquals(e.incarnation(), back.incarnation());
     assertEquals(10, back.fromOffset());
@@ -49,6 +50,7 @@ class FencepostSerializerTest {
     assertEquals(2, back.applied());
     assertEquals(1, back.droppedByKey());
     assertEquals(e.deadLetters(), back.deadLetters());
+    assertEquals(List.of("k7"), back.unparked());
   }
 
   @Test
@@ -57,7 +59,8 @@ class FencepostSerializerTest {
     for (int i = 0; i < 50; i++) {
       w.add(i, -i, 1000 + i);
     }
-    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6);
+    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6,
+        java.util.Map.of("k9", 12L));
     @SuppressWarnings("unchecked")
     PartitionState<Credited> back = (PartitionState<Credited>) roundTrip(state);
     assertEquals(state.user(), back.user());
@@ -67,6 +70,7 @@ class FencepostSerializerTest {
     assertEquals(3, back.droppedByKey());
     assertEquals(9, back.batches());
     assertEquals(6, back.deadLettered());
+    assertEquals(java.util.Map.of("k9", 12L), back.parkedKeys());
     List<long[]> before = new ArrayList<>();
     w.forEach((hi, lo, at) -> before.add(new long[] {hi, lo, at}));
     List<long[]> after = new ArrayList<>();

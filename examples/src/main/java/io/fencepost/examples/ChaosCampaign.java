@@ -20,9 +20,6 @@ import io.fencepost.testkit.Reconciliation;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
 
 /**
  * A seeded fault campaign: the broker and N ledger nodes as separate processes on loopback, the
@@ -112,9 +109,10 @@ public final class ChaosCampaign {
           restartNode(i, "was down at the end");
         }
       }
-      awaitCaughtUp(Duration.ofMinutes(5));
-      Reconciliation.Report report = LedgerReconciliation.of(bootstrap, TOPIC, GROUP, db).bucket(Duration.ofSeconds(30))
-          .run();
+      Reconciliation.Report report = LedgerReconciliation.awaitComplete(
+          LedgerReconciliation.of(bootstrap, TOPIC, GROUP, db).bucket(Duration.ofSeconds(30)), Duration.ofMinutes(4),
+          (done, expected) -> { });
+      out.println("reconciled after the ledger caught up");
       return new Outcome(summary.get().payments(), summary.get().duplicates(), List.copyOf(faultLog), report);
     } finally {
       for (JvmProcess p : started) {
@@ -249,32 +247,4 @@ public final class ChaosCampaign {
     out.println("fault: " + line);
   }
 
-  private void awaitCaughtUp(Duration timeout) throws Exception {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-      Map<TopicPartition, OffsetSpec> specs = new java.util.HashMap<>();
-      for (int p = 0; p < plan.partitions(); p++) {
-        specs.put(new TopicPartition(TOPIC, p), OffsetSpec.latest());
-      }
-      while (System.nanoTime() < deadline) {
-        try {
-          Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(GROUP)
-              .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
-          long behind = 0;
-          for (var e : admin.listOffsets(specs).all().get(30, TimeUnit.SECONDS).entrySet()) {
-            OffsetAndMetadata c = committed.get(e.getKey());
-            behind += e.getValue().offset() - (c == null ? 0 : c.offset());
-          }
-          if (behind <= 0) {
-            out.println("ledger caught up");
-            return;
-          }
-        } catch (Exception e) {
-          // the broker may be coming back
-        }
-        Thread.sleep(1000);
-      }
-      out.println("ledger did not catch up within " + timeout.toSeconds() + " s; reconciling anyway");
-    }
-  }
 }

@@ -7,7 +7,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.GuaranteeStatement;
@@ -18,10 +17,6 @@ import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Reconciliation;
 import io.fencepost.testkit.FreePorts;
 import com.typesafe.config.ConfigFactory;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
 
 /**
  * {@code fencepost demo}: zero set-up. An in-process Kafka broker, an H2 journal in
@@ -101,10 +96,9 @@ final class DemoCommand implements Main.Command {
           out.printf("%nsent %,d payments + %,d producer duplicates in %.1f s%n", sent.payments(), sent.duplicates(),
               sent.seconds());
           nodeB[0].awaitLine("READY", Duration.ofSeconds(120));
-          awaitCaughtUp(out, broker, Duration.ofSeconds(120));
-
-          Reconciliation.Report report = LedgerReconciliation.of(broker.bootstrapServers(), TOPIC, GROUP, journal)
-              .bucket(Duration.ofSeconds(10)).run();
+          Reconciliation.Report report = LedgerReconciliation.awaitComplete(
+              LedgerReconciliation.of(broker.bootstrapServers(), TOPIC, GROUP, journal).bucket(Duration.ofSeconds(10)),
+              Duration.ofSeconds(120), (done, expected) -> PaymentProducer.progress(out, "applied", done, expected));
           out.println();
           out.print(report.render());
           out.println();
@@ -130,40 +124,6 @@ final class DemoCommand implements Main.Command {
         "--topic", TOPIC, "--group", GROUP, "--jdbc-url", journal.jdbcUrl(), "--jdbc-user", journal.user(),
         "--jdbc-password", journal.password(), "--port", Integer.toString(port), "--seeds", String.join(",", seeds)),
         dir.resolve(name + ".log"));
-  }
-
-  /** Waits until the group's committed offsets (written after each journal write) reach the end of every partition. */
-  private static void awaitCaughtUp(PrintStream out, KafkaBroker broker, Duration timeout) throws Exception {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    try (Admin admin = broker.admin()) {
-      while (true) {
-        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(GROUP)
-            .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
-        Map<TopicPartition, OffsetSpec> specs = new java.util.HashMap<>();
-        for (var info : admin.describeTopics(List.of(TOPIC)).allTopicNames().get(30, TimeUnit.SECONDS).get(TOPIC)
-            .partitions()) {
-          specs.put(new TopicPartition(TOPIC, info.partition()), OffsetSpec.latest());
-        }
-        long end = 0;
-        long done = 0;
-        for (var e : admin.listOffsets(specs).all().get(30, TimeUnit.SECONDS).entrySet()) {
-          end += e.getValue().offset();
-          OffsetAndMetadata c = committed.get(e.getKey());
-          done += c == null ? 0 : Math.min(c.offset(), e.getValue().offset());
-        }
-        PaymentProducer.progress(out, "applied", done, end);
-        if (done >= end) {
-          out.println();
-          return;
-        }
-        if (System.nanoTime() > deadline) {
-          out.println();
-          out.println("the ledger did not catch up within " + timeout.toSeconds() + " s; reconciling anyway");
-          return;
-        }
-        Thread.sleep(500);
-      }
-    }
   }
 
   @Override

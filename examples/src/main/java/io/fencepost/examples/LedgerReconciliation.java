@@ -13,6 +13,25 @@ final class LedgerReconciliation {
   private LedgerReconciliation() {
   }
 
+  /**
+   * Reconciles until every expected key is applied or dead-lettered (the pipeline has caught up), or
+   * the timeout passes; returns the last report. Kafka's committed offsets are not used for this:
+   * after a rebalance they can lag the actors' stored offsets until a partition's next record.
+   */
+  static Reconciliation.Report awaitComplete(Reconciliation reconciliation, java.time.Duration timeout,
+      java.util.function.BiConsumer<Long, Long> progress) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      Reconciliation.Report r = reconciliation.run();
+      long done = r.total().applied() + r.total().deadLettered();
+      progress.accept(Math.min(done, r.total().expected()), r.total().expected());
+      if (done >= r.total().expected() || System.nanoTime() > deadline) {
+        return r;
+      }
+      Thread.sleep(1000);
+    }
+  }
+
   static Reconciliation of(String bootstrap, String topic, String group, JournalDatabase journal) {
     PaymentJson json = new PaymentJson();
     return Reconciliation.of(bootstrap, topic, group, journal)

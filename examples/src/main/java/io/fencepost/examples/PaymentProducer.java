@@ -31,15 +31,51 @@ final class PaymentProducer {
   private final int merchants;
   private final double duplicateRate;
   private final long seed;
+  private final double skew;
   private final AtomicLong sent = new AtomicLong();
   private final AtomicLong duplicates = new AtomicLong();
 
   PaymentProducer(String bootstrap, String topic, int merchants, double duplicateRate, long seed) {
+    this(bootstrap, topic, merchants, duplicateRate, seed, 0);
+  }
+
+  /**
+   * @param skew 0 for merchants chosen uniformly; above 0 a Zipf-like skew with this exponent
+   *     (1.0: merchant 0 gets about as many payments as the next several together), so some
+   *     partitions run hot
+   */
+  PaymentProducer(String bootstrap, String topic, int merchants, double duplicateRate, long seed, double skew) {
     this.bootstrap = bootstrap;
     this.topic = topic;
     this.merchants = merchants;
     this.duplicateRate = duplicateRate;
     this.seed = seed;
+    this.skew = skew;
+  }
+
+  /** Cumulative weights of merchants for the skewed choice (null when uniform). */
+  private double[] cumulativeWeights() {
+    if (skew <= 0) {
+      return null;
+    }
+    double[] c = new double[merchants];
+    double sum = 0;
+    for (int m = 0; m < merchants; m++) {
+      sum += 1.0 / Math.pow(m + 1, skew);
+      c[m] = sum;
+    }
+    for (int m = 0; m < merchants; m++) {
+      c[m] /= sum;
+    }
+    return c;
+  }
+
+  private static int pick(Random random, int merchants, double[] cumulative) {
+    if (cumulative == null) {
+      return random.nextInt(merchants);
+    }
+    int i = java.util.Arrays.binarySearch(cumulative, random.nextDouble());
+    return Math.min(merchants - 1, i >= 0 ? i : -i - 1);
   }
 
   /** Records sent so far (payments and duplicates). */
@@ -67,10 +103,11 @@ final class PaymentProducer {
     PaymentJson json = new PaymentJson();
     AtomicReference<Exception> failure = new AtomicReference<>();
     long start = System.nanoTime();
+    double[] cumulative = cumulativeWeights();
     try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(),
         new ByteArraySerializer())) {
       for (long i = 0; i < count; i++) {
-        int m = random.nextInt(merchants);
+        int m = pick(random, merchants, cumulative);
         String merchant = "merchant-" + m;
         Payment payment = new Payment("pay-" + seed + "-" + i, merchant, 100 + random.nextInt(99_900));
         long seq = ++merchantSeq[m];

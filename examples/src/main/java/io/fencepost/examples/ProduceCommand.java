@@ -9,9 +9,10 @@ final class ProduceCommand implements Main.Command {
         .value("bootstrap", "host:port", "FENCEPOST_BOOTSTRAP", null, "Kafka bootstrap servers")
         .value("topic", "name", "FENCEPOST_TOPIC", "payments", "topic to write")
         .value("count", "n", null, "10000", "distinct payments to send")
-        .value("rate", "per-second", null, "0", "records per second, 0 for as fast as possible")
+        .value("rate", "per-second", null, "0", "distinct payments per second (re-sends come on top), 0 for as fast as possible")
         .value("merchants", "n", null, "100", "number of merchants (record keys)")
         .value("dup-rate", "fraction", null, "0.01", "fraction of payments re-sent at a new offset (0..1)")
+        .value("skew", "exponent", null, "0", "merchant skew: 0 uniform, 1.0 Zipf-like (hot merchants, hot partitions)")
         .value("seed", "n", null, "1", "random seed; the same seed sends the same payments");
     if (!flags.parse(args)) {
       return 0;
@@ -19,7 +20,7 @@ final class ProduceCommand implements Main.Command {
     int count = flags.intValue("count", 1, Integer.MAX_VALUE);
     PaymentProducer producer = new PaymentProducer(flags.require("bootstrap"), flags.require("topic"),
         flags.intValue("merchants", 1, 10_000_000), flags.doubleValue("dup-rate", 0, 1),
-        flags.intValue("seed", 0, Integer.MAX_VALUE));
+        flags.intValue("seed", 0, Integer.MAX_VALUE), flags.doubleValue("skew", 0, 10));
     PaymentProducer.Summary s = producer.run(count, flags.intValue("rate", 0, 10_000_000), i -> {
       if (i % 1000 == 0 || i == count) {
         PaymentProducer.progress(System.err, "produce", i, count);

@@ -39,8 +39,8 @@ class ChaosCampaignIT {
     assertEquals(outcome.producerDuplicates(), report.total().producerDuplicates());
     assertEquals(outcome.producerDuplicates(), report.droppedByKey(), "every producer duplicate dropped by key");
     assertEquals(0, report.unexpectedEffects());
-    assertEquals(3, outcome.faults().stream().filter(f -> f.contains("SIGKILL")).count());
-    assertEquals(1, outcome.faults().stream().filter(f -> f.contains("SIGSTOP")).count());
+    assertEquals(3, outcome.faults().stream().filter(f -> f.contains("SIGKILL node")).count());
+    assertEquals(1, outcome.faults().stream().filter(f -> f.contains("SIGSTOP node")).count());
     assertEquals(1, outcome.faults().stream().filter(f -> f.contains("broker restarted")).count());
     assertEquals(1, outcome.faults().stream().filter(f -> f.contains("node added")).count());
     assertTrue(outcome.passed(), outcome.verdict());

@@ -17,12 +17,14 @@ public final class DeadLetterHeaders {
   public static final String ATTEMPTS = "fencepost.attempts";
   /** {@code group-topic-partition-offset}: the same on every re-publication of the same dead letter. */
   public static final String ID = "fencepost.dead-letter-id";
+  /** {@code true} when the record was parked behind an earlier failed record of its key. */
+  public static final String PARKED = "fencepost.parked";
 
   private DeadLetterHeaders() {
   }
 
   public static void add(Headers headers, PartitionId id, String topic, int partition, long offset, long timestamp,
-      String errorClass, String errorMessage, int attempts) {
+      String errorClass, String errorMessage, int attempts, boolean parked) {
     put(headers, TOPIC, topic);
     put(headers, PARTITION, Integer.toString(partition));
     put(headers, OFFSET, Long.toString(offset));
@@ -32,6 +34,7 @@ public final class DeadLetterHeaders {
     put(headers, ERROR_MESSAGE, message.length() > 2000 ? message.substring(0, 2000) + "..." : message);
     put(headers, ATTEMPTS, Integer.toString(attempts));
     put(headers, ID, id.group() + "-" + topic + "-" + partition + "-" + offset);
+    put(headers, PARKED, Boolean.toString(parked));
   }
 
   private static void put(Headers headers, String name, String value) {
