@@ -48,10 +48,11 @@ public final class PipelineSettings {
   private final int deadLetterMaxRecordBytes;
   private final Map<String, String> deadLetterProducer;
   private final Extra extra;
+  private final Duration stallTimeout;
 
   /** The settings read from configuration that only the copy methods pass along unchanged. */
   private record Extra(Duration retryInitial, Duration retryMax, double retryMultiplier, int retryMaxAttempts,
-      String dltSuffix, boolean dltCreate, int dltMaxBytes, Map<String, String> dltProducer) {
+      String dltSuffix, boolean dltCreate, int dltMaxBytes, Map<String, String> dltProducer, Duration stallTimeout) {
   }
 
   private PipelineSettings(String name, String bootstrapServers, List<String> topics, String groupId,
@@ -79,6 +80,7 @@ public final class PipelineSettings {
     this.deadLetterMaxRecordBytes = positive(p + "dead-letter.max-record-bytes", extra.dltMaxBytes());
     io.fencepost.kafka.internal.ProducerSafety.check(extra.dltProducer(), p + "dead-letter.producer-kafka-clients");
     this.deadLetterProducer = Map.copyOf(extra.dltProducer());
+    this.stallTimeout = positive(p + "stall-timeout", extra.stallTimeout());
     this.extra = extra;
     this.name = name;
     this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -227,9 +229,11 @@ public final class PipelineSettings {
       for (Map.Entry<String, ConfigValue> e : section.getConfig(key).entrySet()) {
         producer.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
       }
+      key = "stall-timeout";
+      Duration stall = section.getDuration(key);
       return new PipelineSettings(name, bootstrap, topics, group, reset, maxRecords, maxLatency, ask, min, max,
           handoff, commitBatch, commitInterval, drain, clients, actor,
-          new Extra(retryInitial, retryMax, multiplier, attempts, suffix, create, maxBytes, producer));
+          new Extra(retryInitial, retryMax, multiplier, attempts, suffix, create, maxBytes, producer, stall));
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(own + "." + key, "?", "has the wrong type or format (" + e.getMessage() + ")");
     } catch (ConfigException.Missing e) {
@@ -352,6 +356,11 @@ public final class PipelineSettings {
     return handlerRetryMaxAttempts;
   }
 
+  /** How long an assigned partition with records to read may make no progress before the consumer restarts. */
+  public Duration stallTimeout() {
+    return stallTimeout;
+  }
+
   /** The dead-letter topic of {@code topic}. */
   public String deadLetterTopic(String topic) {
     return topic + deadLetterSuffix;
@@ -375,7 +384,8 @@ public final class PipelineSettings {
     return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
         maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
         commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(initial, max, multiplier,
-        maxAttempts, deadLetterSuffix, deadLetterCreateTopic, deadLetterMaxRecordBytes, deadLetterProducer));
+        maxAttempts, deadLetterSuffix, deadLetterCreateTopic, deadLetterMaxRecordBytes, deadLetterProducer,
+        stallTimeout));
   }
 
   /** A copy with another dead-letter policy. */
@@ -383,7 +393,8 @@ public final class PipelineSettings {
     return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
         maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
         commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(handlerRetryInitial, handlerRetryMax,
-        handlerRetryMultiplier, handlerRetryMaxAttempts, topicSuffix, createTopic, maxRecordBytes, deadLetterProducer));
+        handlerRetryMultiplier, handlerRetryMaxAttempts, topicSuffix, createTopic, maxRecordBytes, deadLetterProducer,
+        stallTimeout));
   }
 
   @Override

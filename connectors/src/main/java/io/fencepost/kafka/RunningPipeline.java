@@ -98,6 +98,9 @@ final class RunningPipeline<V> implements Pipeline {
     final AtomicLong retries = new AtomicLong();
     volatile String lastError = "";
     volatile boolean revoked;
+    volatile boolean inFlight;
+    volatile long lastProgressNanos = System.nanoTime();
+    volatile long knownNextOffset = -1;
   }
 
   private RunningPipeline(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
@@ -153,7 +156,70 @@ final class RunningPipeline<V> implements Pipeline {
     synchronized (p) {
       p.run();
     }
+    p.startWatchdog();
     return p;
+  }
+
+  /**
+   * A partition that is assigned, has records to read, no batch in flight and no progress for
+   * {@code stall-timeout} is stuck in the consumer (seen after overlapping rebalances): restart the
+   * consumer, whose partitions then seek to their actors' offsets again. Never silently stalled.
+   */
+  private void startWatchdog() {
+    Duration every = Duration.ofSeconds(Math.max(1, settings.stallTimeout().toSeconds() / 4));
+    system.scheduler().scheduleWithFixedDelay(every, every, () -> {
+      try {
+        checkStalls();
+      } catch (RuntimeException e) {
+        log.debug("[{}] stall check failed: {}", settings.name(), e.toString());
+      }
+    }, system.executionContext());
+  }
+
+  private void checkStalls() {
+    if (stopped != null) {
+      return;
+    }
+    long now = System.nanoTime();
+    Map<TopicPartition, OffsetSpec> idle = new HashMap<>();
+    assigned.forEach((id, progress) -> {
+      if (!progress.inFlight && now - progress.lastProgressNanos > settings.stallTimeout().toNanos()) {
+        idle.put(new TopicPartition(id.topic(), id.partition()), OffsetSpec.latest());
+      }
+    });
+    if (idle.isEmpty()) {
+      return;
+    }
+    admin.listOffsets(idle).all().toCompletionStage().thenAccept(ends -> {
+      List<String> stalled = new ArrayList<>();
+      ends.forEach((tp, info) -> {
+        PartitionProgress progress = assigned.get(partitionId(tp));
+        if (progress != null && !progress.inFlight && info.offset() > Math.max(0, progress.knownNextOffset)) {
+          stalled.add(tp + " (end " + info.offset() + ", at " + progress.knownNextOffset + ")");
+        }
+      });
+      if (!stalled.isEmpty()) {
+        restartConsumer("no progress for " + settings.stallTimeout().toSeconds() + " s on " + stalled);
+      }
+    });
+  }
+
+  private synchronized void restartConsumer(String why) {
+    if (stopped != null) {
+      return;
+    }
+    log.warn("[{}] {}: restarting the consumer (partitions seek to their actors' offsets again)", settings.name(), why);
+    Consumer.DrainingControl<Done> old = control;
+    for (PartitionProgress progress : assigned.values()) {
+      progress.lastProgressNanos = System.nanoTime();
+    }
+    old.drainAndShutdown(system.executionContext()).whenComplete((d, e) -> {
+      synchronized (this) {
+        if (stopped == null && control == old) {
+          run();
+        }
+      }
+    });
   }
 
   /** Source topics must exist; dead-letter topics are created (same partition count) or must exist. */
@@ -362,7 +428,13 @@ final class RunningPipeline<V> implements Pipeline {
         .groupedWithin(settings.maxBatchRecords(), settings.maxBatchLatency())
         .mapAsync(1, batch -> {
           BatchWork work = new BatchWork(id, progress, batch);
-          return publishDeadLetters(work, work.deadLetters).thenCompose(v -> applyUntilDone(work, 0));
+          progress.inFlight = true;
+          return publishDeadLetters(work, work.deadLetters).thenCompose(v -> applyUntilDone(work, 0))
+              .whenComplete((o, e) -> {
+                progress.inFlight = false;
+                progress.lastProgressNanos = System.nanoTime();
+                progress.knownNextOffset = work.last() + 1;
+              });
         })
         .mapConcat(o -> o.map(List::of).orElse(List.of()));
   }

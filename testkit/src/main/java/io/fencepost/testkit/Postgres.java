@@ -173,6 +173,7 @@ public final class Postgres {
       } catch (IOException e) {
         log.warn("embedded PostgreSQL did not stop cleanly: {}", e.toString());
       }
+      embedded = null;
     }
   }
 
