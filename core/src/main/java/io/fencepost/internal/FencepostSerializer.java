@@ -11,10 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.pekko.actor.ExtendedActorSystem;
-import org.apache.pekko.serialization.Serialization;
-import org.apache.pekko.serialization.SerializationExtension;
 import org.apache.pekko.serialization.SerializerWithStringManifest;
-import org.apache.pekko.serialization.Serializers;
 
 /**
  * Binary serializer for Fencepost's journal event ({@link BatchEvent}) and snapshot
@@ -34,11 +31,10 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   private static final String STATE_V2 = "S2";
   private static final String STATE_V3 = "S3";
 
-  private final ExtendedActorSystem system;
-  private volatile Serialization serialization;
+  private final NestedSerialization nested;
 
   public FencepostSerializer(ExtendedActorSystem system) {
-    this.system = system;
+    this.nested = new NestedSerialization(system);
   }
 
   @Override
@@ -237,35 +233,10 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   }
 
   private void writeNested(DataOutputStream out, Object o) throws IOException {
-    if (o == null) {
-      out.writeInt(Integer.MIN_VALUE);
-      return;
-    }
-    var serializer = serialization().findSerializerFor(o);
-    byte[] payload = serializer.toBinary(o);
-    out.writeInt(serializer.identifier());
-    out.writeUTF(Serializers.manifestFor(serializer, o));
-    out.writeInt(payload.length);
-    out.write(payload);
+    nested.write(out, o);
   }
 
   private Object readNested(DataInputStream in) throws IOException {
-    int id = in.readInt();
-    if (id == Integer.MIN_VALUE) {
-      return null;
-    }
-    String manifest = in.readUTF();
-    byte[] payload = new byte[in.readInt()];
-    in.readFully(payload);
-    return serialization().deserialize(payload, id, manifest).get();
-  }
-
-  private Serialization serialization() {
-    Serialization s = serialization;
-    if (s == null) {
-      s = SerializationExtension.get(system);
-      serialization = s;
-    }
-    return s;
+    return nested.read(in);
   }
 }

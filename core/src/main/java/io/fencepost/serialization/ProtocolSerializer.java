@@ -27,14 +27,12 @@ import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
+import io.fencepost.internal.NestedSerialization;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.serialization.Serialization;
-import org.apache.pekko.serialization.SerializationExtension;
 import org.apache.pekko.serialization.SerializerWithStringManifest;
-import org.apache.pekko.serialization.Serializers;
 
 /**
  * Binary serializer for {@link PartitionCommand}s, {@link BatchOutcome}s and {@link PartitionStatus}.
@@ -54,10 +52,11 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
   private static final String STATUS = "S2";
 
   private final ExtendedActorSystem system;
-  private volatile Serialization serialization;
+  private final NestedSerialization nested;
 
   public ProtocolSerializer(ExtendedActorSystem system) {
     this.system = system;
+    this.nested = new NestedSerialization(system);
   }
 
   @Override
@@ -267,17 +266,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
       out.writeInt(h.getValue().length);
       out.write(h.getValue());
     }
-    Object value = r.value();
-    if (value == null) {
-      out.writeInt(Integer.MIN_VALUE);
-      return;
-    }
-    var serializer = serialization().findSerializerFor(value);
-    byte[] payload = serializer.toBinary(value);
-    out.writeInt(serializer.identifier());
-    out.writeUTF(Serializers.manifestFor(serializer, value));
-    out.writeInt(payload.length);
-    out.write(payload);
+    nested.write(out, r.value());
   }
 
   private Inbound<?> readInbound(DataInputStream in) throws IOException {
@@ -293,23 +282,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
       in.readFully(v);
       headers.put(name, v);
     }
-    int id = in.readInt();
-    Object value = null;
-    if (id != Integer.MIN_VALUE) {
-      String manifest = in.readUTF();
-      byte[] payload = new byte[in.readInt()];
-      in.readFully(payload);
-      value = serialization().deserialize(payload, id, manifest).get();
-    }
-    return new Inbound<>(p, offset, key, value, headers, ts);
+    return new Inbound<>(p, offset, key, nested.read(in), headers, ts);
   }
 
-  private Serialization serialization() {
-    Serialization s = serialization;
-    if (s == null) {
-      s = SerializationExtension.get(system);
-      serialization = s;
-    }
-    return s;
-  }
 }
