@@ -102,7 +102,15 @@ final class DemoCommand implements Main.Command {
           out.println();
           out.print(report.render());
           out.println();
-          return report.ok() ? 0 : 1;
+          LedgerBalances.Totals totals = readModel(journal, partitions);
+          out.printf("read model ledger_balances (kept exactly once by a projection): %,d merchants, %,d payments, "
+              + "%,d cents in all%n", totals.merchants(), totals.payments(), totals.balanceCents());
+          boolean readModelOk = totals.payments() == report.total().applied();
+          if (!readModelOk) {
+            out.println("READ MODEL MISMATCH: " + totals.payments() + " payments in ledger_balances, "
+                + report.total().applied() + " applied");
+          }
+          return report.ok() && readModelOk ? 0 : 1;
         } finally {
           for (JvmProcess p : all) {
             if (p.isAlive()) {
@@ -111,6 +119,25 @@ final class DemoCommand implements Main.Command {
           }
         }
       }
+    }
+  }
+
+  /** Runs the ledger_balances projection over the journal until it has caught up, and sums the table. */
+  private static LedgerBalances.Totals readModel(JournalDatabase journal, int partitions) throws Exception {
+    LedgerBalances.installSchema(journal);
+    org.apache.pekko.actor.typed.ActorSystem<Void> system = org.apache.pekko.actor.typed.ActorSystem.create(
+        org.apache.pekko.actor.typed.javadsl.Behaviors.empty(), "fencepost-demo-projection",
+        journal.pekkoConfig().withFallback(ConfigFactory.load()));
+    try {
+      io.fencepost.jdbc.JdbcProjection projection =
+          LedgerBalances.projection(system, journal, GROUP, TOPIC, partitions);
+      while (projection.runOnce() > 0) {
+        // until caught up
+      }
+      return LedgerBalances.totals(journal);
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
     }
   }
 

@@ -44,5 +44,7 @@ class DemoIT {
         + dups + " producer duplicates"), "verdict matches the generator's own count");
     assertTrue(out.contains("dropped by business key (journaled): " + dups + ";"),
         "every producer duplicate was dropped by its business key");
+    assertTrue(out.contains("read model ledger_balances (kept exactly once by a projection): 50 merchants, 4,000 payments"),
+        "the SQL read model counts each payment once");
   }
 }

@@ -1,0 +1,77 @@
+package io.fencepost.examples;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.fencepost.PartitionId;
+import io.fencepost.jdbc.JdbcProjection;
+import io.fencepost.jdbc.JournalDatabase;
+import org.apache.pekko.actor.typed.ActorSystem;
+
+/**
+ * The ledger's SQL read model, kept exactly once by a {@link JdbcProjection}:
+ * {@code ledger_balances(merchant_id text primary key, balance_cents bigint not null, payments bigint not null)}.
+ * Every node may run it; the projection's conditional position makes sure each batch counts once.
+ */
+public final class LedgerBalances {
+
+  /** Totals over the table. */
+  public record Totals(long merchants, long balanceCents, long payments) {
+  }
+
+  private LedgerBalances() {
+  }
+
+  /** Creates the table if missing. */
+  public static void installSchema(JournalDatabase db) {
+    try (Connection c = db.connect(); Statement st = c.createStatement()) {
+      st.execute("CREATE TABLE IF NOT EXISTS ledger_balances (merchant_id varchar(255) PRIMARY KEY, "
+          + "balance_cents bigint NOT NULL, payments bigint NOT NULL)");
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot create ledger_balances on " + db.jdbcUrl() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The projection over the ledger journals of {@code partitions} partitions of {@code topic}. */
+  public static JdbcProjection projection(ActorSystem<?> system, JournalDatabase db, String group, String topic,
+      int partitions) {
+    List<String> pids = new ArrayList<>();
+    for (int p = 0; p < partitions; p++) {
+      pids.add(new PartitionId(group, topic, p).persistenceId());
+    }
+    return JdbcProjection.create(system, "ledger-balances", db, pids, (tx, batch) -> {
+      try (PreparedStatement st = tx.prepareStatement("UPDATE ledger_balances SET balance_cents = balance_cents + ?, "
+          + "payments = payments + 1 WHERE merchant_id = ?");
+          PreparedStatement insert = tx.prepareStatement("INSERT INTO ledger_balances (merchant_id, balance_cents, "
+              + "payments) VALUES (?, ?, 1)")) {
+        for (Object e : batch.events()) {
+          Credited c = (Credited) e;
+          st.setLong(1, c.amountCents());
+          st.setString(2, c.merchantId());
+          if (st.executeUpdate() == 0) {
+            insert.setString(1, c.merchantId());
+            insert.setLong(2, c.amountCents());
+            insert.executeUpdate();
+          }
+        }
+      }
+    }).installSchema();
+  }
+
+  /** Sums over the table. */
+  public static Totals totals(JournalDatabase db) {
+    try (Connection c = db.connect(); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT count(*), coalesce(sum(balance_cents), 0), coalesce(sum(payments), 0) "
+            + "FROM ledger_balances")) {
+      rs.next();
+      return new Totals(rs.getLong(1), rs.getLong(2), rs.getLong(3));
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read ledger_balances: " + e.getMessage(), e);
+    }
+  }
+}

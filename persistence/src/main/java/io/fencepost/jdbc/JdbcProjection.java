@@ -1,0 +1,229 @@
+package io.fencepost.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import io.fencepost.AppliedBatch;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
+import org.apache.pekko.persistence.query.EventEnvelope;
+import org.apache.pekko.persistence.query.PersistenceQuery;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A SQL read model kept exactly once: each journaled batch is applied to the user's tables and the
+ * projection's position advanced <em>in the same database transaction</em>, and the advance is
+ * conditional on the position read before ({@code UPDATE ... WHERE seq = expected}), so two
+ * instances of one projection can run at once and never both apply a batch.
+ *
+ * <pre>{@code
+ * JdbcProjection balances = JdbcProjection.create(system, "balances", journalDb, persistenceIds,
+ *     (tx, batch) -> { for (Object e : batch.events()) credit(tx, (Credited) e); });
+ * balances.installSchema();
+ * balances.start(Duration.ofMillis(500));
+ * }</pre>
+ *
+ * <p>The read model must live in the journal's database (same transaction). A handler that throws
+ * rolls back that batch; it is tried again on the next run. Not a pekko-projection: pekko-projection
+ * 1.0 modules were not used here (see the project notes).
+ */
+public final class JdbcProjection implements AutoCloseable {
+
+  /** Applies one journaled batch to the read model, inside the transaction it is given. */
+  @FunctionalInterface
+  public interface Handler {
+    void apply(Connection transaction, AppliedBatch batch) throws SQLException;
+  }
+
+  private static final Logger log = LoggerFactory.getLogger(JdbcProjection.class);
+  private static final int CHUNK = 500;
+
+  private final ActorSystem<?> system;
+  private final String name;
+  private final JournalDatabase db;
+  private final List<String> persistenceIds;
+  private final Handler handler;
+  private ScheduledExecutorService scheduler;
+
+  private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, List<String> persistenceIds,
+      Handler handler) {
+    this.system = Objects.requireNonNull(system, "system");
+    this.name = Objects.requireNonNull(name, "name");
+    this.db = Objects.requireNonNull(db, "db");
+    this.persistenceIds = List.copyOf(persistenceIds);
+    this.handler = Objects.requireNonNull(handler, "handler");
+  }
+
+  /**
+   * A projection named {@code name} over the journals of {@code persistenceIds} (e.g. every
+   * {@code PartitionId.persistenceId()} of a pipeline).
+   */
+  public static JdbcProjection create(ActorSystem<?> system, String name, JournalDatabase db,
+      List<String> persistenceIds, Handler handler) {
+    return new JdbcProjection(system, name, db, persistenceIds, handler);
+  }
+
+  /** Creates the positions table if it is missing. */
+  public JdbcProjection installSchema() {
+    try (Connection c = db.connect(); Statement st = c.createStatement()) {
+      st.execute("CREATE TABLE IF NOT EXISTS fencepost_projection_offsets (projection varchar(255) NOT NULL, "
+          + "persistence_id varchar(255) NOT NULL, seq bigint NOT NULL, PRIMARY KEY (projection, persistence_id))");
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot create fencepost_projection_offsets on " + db.jdbcUrl() + ": "
+          + e.getMessage(), e);
+    }
+    return this;
+  }
+
+  /** The journal sequence number this projection has applied up to, for one persistence id (0: none). */
+  public long position(String persistenceId) {
+    try (Connection c = db.connect()) {
+      return position(c, persistenceId);
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read the position of projection [" + name + "]: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Applies every batch journaled since the stored positions, one transaction per batch. Returns
+   * how many batches this call applied; a batch another instance applied first is skipped.
+   */
+  public int runOnce() {
+    int applied = 0;
+    for (String pid : persistenceIds) {
+      applied += catchUp(pid);
+    }
+    return applied;
+  }
+
+  /** Runs {@link #runOnce()} every {@code interval} on a thread of its own until {@link #close()}. */
+  public synchronized JdbcProjection start(Duration interval) {
+    if (scheduler == null) {
+      scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "fencepost-projection-" + name);
+        t.setDaemon(true);
+        return t;
+      });
+      scheduler.scheduleWithFixedDelay(() -> {
+        try {
+          runOnce();
+        } catch (RuntimeException e) {
+          log.warn("[{}] projection run failed, retrying in {} ms: {}", name, interval.toMillis(), e.toString());
+        }
+      }, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+    }
+    return this;
+  }
+
+  @Override
+  public synchronized void close() {
+    if (scheduler != null) {
+      scheduler.shutdownNow();
+      scheduler = null;
+    }
+  }
+
+  private int catchUp(String pid) {
+    JdbcReadJournal journal = PersistenceQuery.get(system)
+        .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+    int applied = 0;
+    while (true) {
+      long from = position(pid);
+      List<EventEnvelope> envelopes;
+      try {
+        envelopes = journal.currentEventsByPersistenceId(pid, from + 1, from + CHUNK)
+            .runWith(Sink.seq(), system).toCompletableFuture().get(60, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        throw new IllegalStateException("[" + name + "] cannot read the journal of [" + pid + "]: " + e, e);
+      }
+      if (envelopes.isEmpty()) {
+        return applied;
+      }
+      for (EventEnvelope env : envelopes) {
+        if (!applyOne(pid, env)) {
+          return applied;   // another instance moved on: re-read the position next run
+        }
+        applied++;
+      }
+    }
+  }
+
+  /** One batch, one transaction: the handler's writes and the conditional position advance. */
+  private boolean applyOne(String pid, EventEnvelope env) {
+    try (Connection c = db.connect()) {
+      c.setAutoCommit(false);
+      try {
+        long expected = position(c, pid);
+        if (env.sequenceNr() <= expected) {
+          c.rollback();
+          return false;
+        }
+        AppliedBatch batch = AppliedBatch.from(env.event()).orElse(null);
+        if (batch != null) {
+          handler.apply(c, batch);
+        }
+        if (!advance(c, pid, expected, env.sequenceNr())) {
+          c.rollback();
+          return false;
+        }
+        c.commit();
+        return true;
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw new IllegalStateException("[" + name + "] batch " + pid + "#" + env.sequenceNr()
+            + " was rolled back (it is tried again): " + e.getMessage(), e);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("[" + name + "] cannot reach " + db.jdbcUrl() + ": " + e.getMessage(), e);
+    }
+  }
+
+  private long position(Connection c, String pid) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement(
+        "SELECT seq FROM fencepost_projection_offsets WHERE projection = ? AND persistence_id = ?")) {
+      st.setString(1, name);
+      st.setString(2, pid);
+      try (ResultSet rs = st.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : 0;
+      }
+    }
+  }
+
+  /** Compare-and-set of the position; false when another instance got there first. */
+  private boolean advance(Connection c, String pid, long expected, long next) throws SQLException {
+    if (expected == 0) {
+      try (PreparedStatement st = c.prepareStatement("INSERT INTO fencepost_projection_offsets "
+          + "(projection, persistence_id, seq) VALUES (?, ?, ?)")) {
+        st.setString(1, name);
+        st.setString(2, pid);
+        st.setLong(3, next);
+        st.executeUpdate();
+        return true;
+      } catch (SQLException e) {
+        if (e.getSQLState() != null && e.getSQLState().startsWith("23")) {
+          return false;   // the other instance inserted the first position
+        }
+        throw e;
+      }
+    }
+    try (PreparedStatement st = c.prepareStatement("UPDATE fencepost_projection_offsets SET seq = ? "
+        + "WHERE projection = ? AND persistence_id = ? AND seq = ?")) {
+      st.setLong(1, next);
+      st.setString(2, name);
+      st.setString(3, pid);
+      st.setLong(4, expected);
+      return st.executeUpdate() == 1;
+    }
+  }
+}
