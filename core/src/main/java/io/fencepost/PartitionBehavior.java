@@ -72,6 +72,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private long droppedRedelivery;
   private boolean statementLogged;
+  // Set when this incarnation lost a write: it answers nothing more but "fenced" until it stops.
+  private PartitionFencedException fenced;
 
   PartitionBehavior(ActorContext<PartitionCommand> ctx, PartitionContext pc, PartitionActor<V, S, E> actor) {
     super(PersistenceId.ofUniqueId(pc.partition().persistenceId()),
@@ -188,6 +190,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       PartitionFencedException fenced =
           new PartitionFencedException(partition.entityId(), event.fromOffset(), state.nextOffset());
       ctx.getLog().warn("[{}] {}", partition.shortName(), fenced.getMessage());
+      this.fenced = fenced;
       replyTo.tell(new BatchOutcome.Rejected(partition, fenced));
       ctx.getSelf().tell(new PartitionCommand.Stop());
       return;
@@ -260,7 +263,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   @SuppressWarnings("unchecked")
   private Selection select(PartitionState<S> state, List<Inbound<?>> records, List<DeadLetter> deadLetters) {
     java.util.TreeMap<Long, Object> byOffset = new java.util.TreeMap<>();
+    java.util.Map<Long, Inbound<?>> recordAt = new java.util.HashMap<>();
     for (Inbound<?> raw : records) {
+      recordAt.put(raw.offset(), raw);
       if (!raw.partition().equals(partition)) {
         throw new FatalException("[" + partition.entityId() + "] received a record of another partition ["
             + raw.partition().entityId() + "] at offset [" + raw.offset() + "]; the pipeline routes wrongly");
@@ -289,7 +294,16 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       if (item instanceof DeadLetter d) {
         boolean parksKey = settings.perKeyOrdering() && !d.parked() && d.key().isPresent();
         if (parksKey) {
-          parked.putIfAbsent(d.key().get(), d.offset());
+          String k = d.key().get();
+          Inbound<?> original = recordAt.get(d.offset());
+          if (parked.containsKey(k) && original != null && replayOf(original) == parked.get(k)) {
+            // The replay of the record that parked K failed again: K stays parked, now behind this
+            // new dead letter (the one a later replay will carry).
+            sel.unparked.add(k);
+            parked.put(k, d.offset());
+          } else {
+            parked.putIfAbsent(k, d.offset());
+          }
         }
         sel.deadLetters.add(new DeadLetterEntry(d.offset(), d.key().orElse(""), d.errorClass(), d.errorMessage(),
             d.attempts(), d.parked(), parksKey));
@@ -348,6 +362,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private ReplyEffect<BatchEvent, PartitionState<S>> onApplyBatch(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd) {
+    if (fenced != null) {
+      // Batches queued before the Stop must not be written by a losing incarnation.
+      return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, fenced));
+    }
     Selection sel;
     try {
       sel = select(state, cmd.records(), cmd.deadLetters());

@@ -91,7 +91,10 @@ final class RunningPipeline<V> implements Pipeline {
   private final Map<String, Integer> deadLetterPartitions = new ConcurrentHashMap<>();
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
   private volatile Consumer.DrainingControl<Done> control;
-  private CompletionStage<Done> stopped;
+  private volatile CompletionStage<Done> stopped;
+  private volatile org.apache.pekko.actor.Cancellable watchdog;
+  // end offsets at the last watchdog restart: restart again only when new records arrived since
+  private final Map<TopicPartition, Long> restartedAtEnd = new ConcurrentHashMap<>();
 
   /** What this node knows of a partition it consumes. */
   private static final class PartitionProgress {
@@ -167,7 +170,7 @@ final class RunningPipeline<V> implements Pipeline {
    */
   private void startWatchdog() {
     Duration every = Duration.ofSeconds(Math.max(1, settings.stallTimeout().toSeconds() / 4));
-    system.scheduler().scheduleWithFixedDelay(every, every, () -> {
+    watchdog = system.scheduler().scheduleWithFixedDelay(every, every, () -> {
       try {
         checkStalls();
       } catch (RuntimeException e) {
@@ -194,8 +197,12 @@ final class RunningPipeline<V> implements Pipeline {
       List<String> stalled = new ArrayList<>();
       ends.forEach((tp, info) -> {
         PartitionProgress progress = assigned.get(partitionId(tp));
-        if (progress != null && !progress.inFlight && info.offset() > Math.max(0, progress.knownNextOffset)) {
+        if (progress != null && !progress.inFlight && info.offset() > Math.max(0, progress.knownNextOffset)
+            && !Long.valueOf(info.offset()).equals(restartedAtEnd.get(tp))) {
+          // (A transaction's commit marker also lies past the last record: after one restart at
+          // the same end offset, the watchdog waits for new records before it tries again.)
           stalled.add(tp + " (end " + info.offset() + ", at " + progress.knownNextOffset + ")");
+          restartedAtEnd.put(tp, info.offset());
         }
       });
       if (!stalled.isEmpty()) {
@@ -204,15 +211,21 @@ final class RunningPipeline<V> implements Pipeline {
     });
   }
 
+  /** The old stream's batches stop resending; the new stream's assignment starts afresh. */
+  private void abandonAssignments() {
+    for (PartitionProgress progress : assigned.values()) {
+      progress.revoked = true;
+    }
+    assigned.clear();
+  }
+
   private synchronized void restartConsumer(String why) {
     if (stopped != null) {
       return;
     }
     log.warn("[{}] {}: restarting the consumer (partitions seek to their actors' offsets again)", settings.name(), why);
     Consumer.DrainingControl<Done> old = control;
-    for (PartitionProgress progress : assigned.values()) {
-      progress.lastProgressNanos = System.nanoTime();
-    }
+    abandonAssignments();
     old.drainAndShutdown(system.executionContext()).whenComplete((d, e) -> {
       synchronized (this) {
         if (stopped == null && control == old) {
@@ -323,6 +336,7 @@ final class RunningPipeline<V> implements Pipeline {
           }
         }
         Duration wait = settings.retryBackoffMax();
+        abandonAssignments();
         log.error("[{}] consumer stream failed; restarting it in {} s (partitions are re-assigned and seek to "
             + "their actors' offsets): {}", settings.name(), wait.toSeconds(), error.toString(), error);
         system.scheduler().scheduleOnce(wait, () -> {
@@ -702,6 +716,9 @@ final class RunningPipeline<V> implements Pipeline {
       return stopped;
     }
     log.info("[{}] stopping: draining in-flight batches", settings.name());
+    if (watchdog != null) {
+      watchdog.cancel();
+    }
     CompletionStage<Done> drained = control.drainAndShutdown(system.executionContext());
     stopped = drained.toCompletableFuture()
         .completeOnTimeout(Done.getInstance(), settings.drainTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)

@@ -101,8 +101,21 @@ public final class JdbcProjection implements AutoCloseable {
    */
   public int runOnce() {
     int applied = 0;
+    RuntimeException first = null;
     for (String pid : persistenceIds) {
-      applied += catchUp(pid);
+      try {
+        applied += catchUp(pid);
+      } catch (RuntimeException e) {
+        // One failing journal must not hold the others back.
+        if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
     }
     return applied;
   }
@@ -180,7 +193,11 @@ public final class JdbcProjection implements AutoCloseable {
         c.commit();
         return true;
       } catch (SQLException | RuntimeException e) {
-        c.rollback();
+        try {
+          c.rollback();
+        } catch (SQLException rollbackFailure) {
+          e.addSuppressed(rollbackFailure);
+        }
         throw new IllegalStateException("[" + name + "] batch " + pid + "#" + env.sequenceNr()
             + " was rolled back (it is tried again): " + e.getMessage(), e);
       }
