@@ -36,13 +36,6 @@ public record Inbound<V>(PartitionId partition, long offset, Optional<String> ke
     return new Inbound<>(partition, offset, Optional.empty(), value, Map.of(), Instant.now());
   }
 
-  /** A copy with one more header (UTF-8). */
-  public Inbound<V> withHeader(String name, String value) {
-    java.util.HashMap<String, byte[]> h = new java.util.HashMap<>(headers);
-    h.put(name, value.getBytes(StandardCharsets.UTF_8));
-    return new Inbound<>(partition, offset, key, value(), h, timestamp);
-  }
-
   /** A header's value decoded as UTF-8. */
   public Optional<String> header(String name) {
     byte[] v = headers.get(name);

@@ -1,17 +1,12 @@
 package io.fencepost.internal;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.io.NotSerializableException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.pekko.actor.ExtendedActorSystem;
-import org.apache.pekko.serialization.SerializerWithStringManifest;
 
 /**
  * Binary serializer for Fencepost's journal event ({@link BatchEvent}) and snapshot
@@ -19,7 +14,7 @@ import org.apache.pekko.serialization.SerializerWithStringManifest;
  * serializer the application binds to their classes (e.g. {@code jackson-cbor}), so this format
  * never needs to know user types. Versioned by manifest: {@code B1}, {@code S1}.
  */
-public final class FencepostSerializer extends SerializerWithStringManifest {
+public final class FencepostSerializer extends BinarySerializer {
 
   /** Registered in core's reference.conf; never reuse or change. */
   public static final int IDENTIFIER = 741_100;
@@ -31,10 +26,8 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
   private static final String STATE_V2 = "S2";
   private static final String STATE_V3 = "S3";
 
-  private final NestedSerialization nested;
-
   public FencepostSerializer(ExtendedActorSystem system) {
-    this.nested = new NestedSerialization(system);
+    super(system, "Fencepost journal");
   }
 
   @Override
@@ -50,42 +43,31 @@ public final class FencepostSerializer extends SerializerWithStringManifest {
     if (o instanceof PartitionState) {
       return STATE_V3;
     }
-    throw new IllegalArgumentException("FencepostSerializer cannot serialize " + o.getClass().getName());
+    throw cannotSerialize(o);
   }
 
   @Override
-  public byte[] toBinary(Object o) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
-    try (DataOutputStream out = new DataOutputStream(bytes)) {
-      if (o instanceof BatchEvent e) {
-        writeBatch(out, e);
-      } else if (o instanceof PartitionState<?> s) {
-        writeState(out, s);
-      } else {
-        throw new IllegalArgumentException("FencepostSerializer cannot serialize " + o.getClass().getName());
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+  protected void write(DataOutputStream out, Object o) throws IOException {
+    if (o instanceof BatchEvent e) {
+      writeBatch(out, e);
+    } else if (o instanceof PartitionState<?> s) {
+      writeState(out, s);
+    } else {
+      throw cannotSerialize(o);
     }
-    return bytes.toByteArray();
   }
 
   @Override
-  public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
-    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
-      return switch (manifest) {
-        case BATCH_V1 -> readBatch(in, 1);
-        case BATCH_V2 -> readBatch(in, 2);
-        case BATCH_V3 -> readBatch(in, 3);
-        case STATE_V1 -> readState(in, 1);
-        case STATE_V2 -> readState(in, 2);
-        case STATE_V3 -> readState(in, 3);
-        default -> throw new NotSerializableException("unknown Fencepost manifest [" + manifest
-            + "]: written by a newer Fencepost? Roll back or upgrade every node.");
-      };
-    } catch (IOException e) {
-      throw new UncheckedIOException("corrupt Fencepost " + manifest + " payload of " + bytes.length + " bytes", e);
-    }
+  protected Object read(DataInputStream in, String manifest) throws IOException {
+    return switch (manifest) {
+      case BATCH_V1 -> readBatch(in, 1);
+      case BATCH_V2 -> readBatch(in, 2);
+      case BATCH_V3 -> readBatch(in, 3);
+      case STATE_V1 -> readState(in, 1);
+      case STATE_V2 -> readState(in, 2);
+      case STATE_V3 -> readState(in, 3);
+      default -> null;
+    };
   }
 
   private void writeBatch(DataOutputStream out, BatchEvent e) throws IOException {

@@ -98,11 +98,6 @@ public final class KeyWindow {
     }
   }
 
-  /** The time of the oldest remembered key, or -1 when empty. */
-  public long oldestMillis() {
-    return size == 0 ? -1 : times[head];
-  }
-
   /** Visits keys oldest first. */
   public void forEach(Visitor visitor) {
     for (int i = 0; i < size; i++) {

@@ -1,12 +1,8 @@
 package io.fencepost.serialization;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.io.NotSerializableException;
-import java.io.UncheckedIOException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -27,19 +23,18 @@ import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
-import io.fencepost.internal.NestedSerialization;
+import io.fencepost.internal.BinarySerializer;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.serialization.SerializerWithStringManifest;
 
 /**
  * Binary serializer for {@link PartitionCommand}s, {@link BatchOutcome}s and {@link PartitionStatus}.
  * Record values inside a batch go through the serializer bound to their class. Errors travel as kind
  * and message and are rebuilt as the same exception types on the receiving node.
  */
-public final class ProtocolSerializer extends SerializerWithStringManifest {
+public final class ProtocolSerializer extends BinarySerializer {
 
   /** Registered in core's reference.conf; never reuse or change. */
   public static final int IDENTIFIER = 741_101;
@@ -52,11 +47,10 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
   private static final String STATUS = "S2";
 
   private final ExtendedActorSystem system;
-  private final NestedSerialization nested;
 
   public ProtocolSerializer(ExtendedActorSystem system) {
+    super(system, "Fencepost protocol");
     this.system = system;
-    this.nested = new NestedSerialization(system);
   }
 
   @Override
@@ -84,148 +78,137 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
   }
 
   @Override
-  public byte[] toBinary(Object o) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(512);
-    try (DataOutputStream out = new DataOutputStream(bytes)) {
-      if (o instanceof PartitionCommand.ApplyBatch a) {
-        writeRef(out, a.replyTo());
-        out.writeInt(a.records().size());
-        for (Inbound<?> r : a.records()) {
-          writeInbound(out, r);
-        }
-        out.writeInt(a.deadLetters().size());
-        for (DeadLetter d : a.deadLetters()) {
-          writePartition(out, d.partition());
-          out.writeLong(d.offset());
-          out.writeBoolean(d.key().isPresent());
-          out.writeUTF(d.key().orElse(""));
-          out.writeUTF(d.errorClass());
-          out.writeUTF(truncate(d.errorMessage()));
-          out.writeInt(d.attempts());
-          out.writeBoolean(d.parked());
-        }
-      } else if (o instanceof PartitionCommand.GetStatus g) {
-        writeRef(out, g.replyTo());
-      } else if (o instanceof BatchOutcome.Applied a) {
-        writePartition(out, a.partition());
-        out.writeLong(a.nextOffset());
-        out.writeInt(a.applied());
-        out.writeInt(a.droppedRedelivery());
-        out.writeInt(a.droppedByKey());
-        out.writeBoolean(a.written());
-        out.writeInt(a.deadLettered());
-      } else if (o instanceof BatchOutcome.Rejected r) {
-        writePartition(out, r.partition());
-        FencepostException e = r.error();
-        if (e instanceof PartitionFencedException f) {
-          out.writeByte(0);
-          out.writeUTF(f.partition());
-          out.writeLong(f.expectedNextOffset());
-          out.writeLong(f.storedNextOffset());
-        } else if (e instanceof RecordsParkedException parkedRecords) {
-          out.writeByte(4);
-          out.writeUTF(parkedRecords.partition());
-          out.writeInt(parkedRecords.offsets().size());
-          for (long parkedOffset : parkedRecords.offsets()) {
-            out.writeLong(parkedOffset);
-          }
-        } else if (e instanceof HandlerFailedException h) {
-          out.writeByte(3);
-          out.writeUTF(h.partition());
-          out.writeLong(h.offset());
-          out.writeBoolean(h.isRetriable());
-          out.writeUTF(h.causeClass());
-          out.writeUTF(truncate(h.causeMessage()));
-        } else {
-          out.writeByte(e.isRetriable() ? 1 : 2);
-          out.writeUTF(truncate(e.getMessage()));
-        }
-      } else if (o instanceof PartitionStatus s) {
-        writePartition(out, s.partition());
-        out.writeLong(s.nextOffset().orElse(-1));
-        out.writeLong(s.appliedRecords());
-        out.writeLong(s.droppedByKey());
-        out.writeLong(s.droppedRedelivery());
-        out.writeInt(s.windowKeys());
-        out.writeUTF(s.incarnation());
-        out.writeUTF(s.node());
-        out.writeLong(s.deadLettered());
-      } else if (!(o instanceof PartitionCommand.Stop)) {
-        throw new IllegalArgumentException("ProtocolSerializer cannot serialize " + o.getClass().getName());
+  protected void write(DataOutputStream out, Object o) throws IOException {
+    if (o instanceof PartitionCommand.ApplyBatch a) {
+      writeRef(out, a.replyTo());
+      out.writeInt(a.records().size());
+      for (Inbound<?> r : a.records()) {
+        writeInbound(out, r);
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+      out.writeInt(a.deadLetters().size());
+      for (DeadLetter d : a.deadLetters()) {
+        writePartition(out, d.partition());
+        out.writeLong(d.offset());
+        out.writeBoolean(d.key().isPresent());
+        out.writeUTF(d.key().orElse(""));
+        out.writeUTF(d.errorClass());
+        out.writeUTF(truncate(d.errorMessage()));
+        out.writeInt(d.attempts());
+        out.writeBoolean(d.parked());
+      }
+    } else if (o instanceof PartitionCommand.GetStatus g) {
+      writeRef(out, g.replyTo());
+    } else if (o instanceof BatchOutcome.Applied a) {
+      writePartition(out, a.partition());
+      out.writeLong(a.nextOffset());
+      out.writeInt(a.applied());
+      out.writeInt(a.droppedRedelivery());
+      out.writeInt(a.droppedByKey());
+      out.writeBoolean(a.written());
+      out.writeInt(a.deadLettered());
+    } else if (o instanceof BatchOutcome.Rejected r) {
+      writePartition(out, r.partition());
+      FencepostException e = r.error();
+      if (e instanceof PartitionFencedException f) {
+        out.writeByte(0);
+        out.writeUTF(f.partition());
+        out.writeLong(f.expectedNextOffset());
+        out.writeLong(f.storedNextOffset());
+      } else if (e instanceof RecordsParkedException parkedRecords) {
+        out.writeByte(4);
+        out.writeUTF(parkedRecords.partition());
+        out.writeInt(parkedRecords.offsets().size());
+        for (long parkedOffset : parkedRecords.offsets()) {
+          out.writeLong(parkedOffset);
+        }
+      } else if (e instanceof HandlerFailedException h) {
+        out.writeByte(3);
+        out.writeUTF(h.partition());
+        out.writeLong(h.offset());
+        out.writeBoolean(h.isRetriable());
+        out.writeUTF(h.causeClass());
+        out.writeUTF(truncate(h.causeMessage()));
+      } else {
+        out.writeByte(e.isRetriable() ? 1 : 2);
+        out.writeUTF(truncate(e.getMessage()));
+      }
+    } else if (o instanceof PartitionStatus s) {
+      writePartition(out, s.partition());
+      out.writeLong(s.nextOffset().orElse(-1));
+      out.writeLong(s.appliedRecords());
+      out.writeLong(s.droppedByKey());
+      out.writeLong(s.droppedRedelivery());
+      out.writeInt(s.windowKeys());
+      out.writeUTF(s.incarnation());
+      out.writeUTF(s.node());
+      out.writeLong(s.deadLettered());
+    } else if (!(o instanceof PartitionCommand.Stop)) {
+      throw new IllegalArgumentException("ProtocolSerializer cannot serialize " + o.getClass().getName());
     }
-    return bytes.toByteArray();
   }
 
   @Override
-  public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
-    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
-      switch (manifest) {
-        case APPLY: {
-          ActorRef<BatchOutcome> replyTo = readRef(in);
-          int n = in.readInt();
-          List<Inbound<?>> records = new ArrayList<>(n);
-          for (int i = 0; i < n; i++) {
-            records.add(readInbound(in));
-          }
-          int m = in.readInt();
-          List<DeadLetter> dead = new ArrayList<>(m);
-          for (int i = 0; i < m; i++) {
-            PartitionId p = readPartition(in);
-            long offset = in.readLong();
-            boolean hasKey = in.readBoolean();
-            String key = in.readUTF();
-            dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), in.readUTF(),
-                in.readUTF(), in.readInt(), in.readBoolean()));
-          }
-          return new PartitionCommand.ApplyBatch(records, dead, replyTo);
+  protected Object read(DataInputStream in, String manifest) throws IOException {
+    switch (manifest) {
+      case APPLY: {
+        ActorRef<BatchOutcome> replyTo = readRef(in);
+        int n = in.readInt();
+        List<Inbound<?>> records = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          records.add(readInbound(in));
         }
-        case STATUS_QUERY:
-          return new PartitionCommand.GetStatus(readRef(in));
-        case STOP:
-          return new PartitionCommand.Stop();
-        case APPLIED:
-          return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
-              in.readBoolean(), in.readInt());
-        case REJECTED: {
+        int m = in.readInt();
+        List<DeadLetter> dead = new ArrayList<>(m);
+        for (int i = 0; i < m; i++) {
           PartitionId p = readPartition(in);
-          int kind = in.readByte();
-          FencepostException e = switch (kind) {
-            case 0 -> new PartitionFencedException(in.readUTF(), in.readLong(), in.readLong());
-            case 1 -> new RetriableException(in.readUTF());
-            case 4 -> {
-              String partition = in.readUTF();
-              int n = in.readInt();
-              List<Long> offsets = new ArrayList<>(n);
-              for (int i = 0; i < n; i++) {
-                offsets.add(in.readLong());
-              }
-              yield new RecordsParkedException(partition, offsets);
-            }
-            case 3 -> {
-              String partition = in.readUTF();
-              long offset = in.readLong();
-              boolean retriable = in.readBoolean();
-              yield new HandlerFailedException(partition, offset, retriable, in.readUTF(), in.readUTF(), null);
-            }
-            default -> new FatalException(in.readUTF());
-          };
-          return new BatchOutcome.Rejected(p, e);
+          long offset = in.readLong();
+          boolean hasKey = in.readBoolean();
+          String key = in.readUTF();
+          dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), in.readUTF(),
+              in.readUTF(), in.readInt(), in.readBoolean()));
         }
-        case STATUS: {
-          PartitionId p = readPartition(in);
-          long next = in.readLong();
-          return new PartitionStatus(p, next < 0 ? OptionalLong.empty() : OptionalLong.of(next), in.readLong(),
-              in.readLong(), in.readLong(), in.readInt(), in.readUTF(), in.readUTF(), in.readLong());
-        }
-        default:
-          throw new NotSerializableException("unknown Fencepost protocol manifest [" + manifest
-              + "]: nodes run different Fencepost versions?");
+        return new PartitionCommand.ApplyBatch(records, dead, replyTo);
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("corrupt Fencepost protocol message " + manifest, e);
+      case STATUS_QUERY:
+        return new PartitionCommand.GetStatus(readRef(in));
+      case STOP:
+        return new PartitionCommand.Stop();
+      case APPLIED:
+        return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
+            in.readBoolean(), in.readInt());
+      case REJECTED: {
+        PartitionId p = readPartition(in);
+        int kind = in.readByte();
+        FencepostException e = switch (kind) {
+          case 0 -> new PartitionFencedException(in.readUTF(), in.readLong(), in.readLong());
+          case 1 -> new RetriableException(in.readUTF());
+          case 4 -> {
+            String partition = in.readUTF();
+            int n = in.readInt();
+            List<Long> offsets = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+              offsets.add(in.readLong());
+            }
+            yield new RecordsParkedException(partition, offsets);
+          }
+          case 3 -> {
+            String partition = in.readUTF();
+            long offset = in.readLong();
+            boolean retriable = in.readBoolean();
+            yield new HandlerFailedException(partition, offset, retriable, in.readUTF(), in.readUTF(), null);
+          }
+          default -> new FatalException(in.readUTF());
+        };
+        return new BatchOutcome.Rejected(p, e);
+      }
+      case STATUS: {
+        PartitionId p = readPartition(in);
+        long next = in.readLong();
+        return new PartitionStatus(p, next < 0 ? OptionalLong.empty() : OptionalLong.of(next), in.readLong(),
+            in.readLong(), in.readLong(), in.readInt(), in.readUTF(), in.readUTF(), in.readLong());
+      }
+      default:
+        return null;
     }
   }
 

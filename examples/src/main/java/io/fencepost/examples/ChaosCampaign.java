@@ -181,10 +181,8 @@ public final class ChaosCampaign {
     for (int p : ports) {
       seeds.add("127.0.0.1:" + p);
     }
-    JvmProcess p = JvmProcess.start(name, Main.class.getName(), List.of("ledger", "--bootstrap", bootstrap,
-        "--topic", TOPIC, "--group", GROUP, "--jdbc-url", db.jdbcUrl(), "--jdbc-user", db.user(),
-        "--jdbc-password", db.password(), "--port", Integer.toString(port), "--seeds", String.join(",", seeds)),
-        plan.dir().resolve(name + ".log"));
+    JvmProcess p = JvmProcess.start(name, Main.class.getName(),
+        LedgerNode.commandLine(bootstrap, TOPIC, GROUP, db, port, seeds), plan.dir().resolve(name + ".log"));
     started.add(p);
     return p;
   }

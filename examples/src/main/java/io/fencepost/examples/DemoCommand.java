@@ -147,10 +147,8 @@ final class DemoCommand implements Main.Command {
 
   private static JvmProcess node(String name, int port, List<String> seeds, KafkaBroker broker,
       JournalDatabase journal, Path dir) {
-    return JvmProcess.start(name, Main.class.getName(), List.of("ledger", "--bootstrap", broker.bootstrapServers(),
-        "--topic", TOPIC, "--group", GROUP, "--jdbc-url", journal.jdbcUrl(), "--jdbc-user", journal.user(),
-        "--jdbc-password", journal.password(), "--port", Integer.toString(port), "--seeds", String.join(",", seeds)),
-        dir.resolve(name + ".log"));
+    return JvmProcess.start(name, Main.class.getName(),
+        LedgerNode.commandLine(broker.bootstrapServers(), TOPIC, GROUP, journal, port, seeds), dir.resolve(name + ".log"));
   }
 
   @Override

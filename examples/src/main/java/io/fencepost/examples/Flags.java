@@ -91,31 +91,27 @@ final class Flags {
   }
 
   int intValue(String name, int min, int max) {
-    String v = require(name);
-    try {
-      int n = Integer.parseInt(v.trim());
-      if (n < min || n > max) {
-        throw new UsageError(command + ": flag --" + name + " must be between " + min + " and " + max + ", was [" + v + "]");
-      }
-      return n;
-    } catch (NumberFormatException e) {
-      throw new UsageError(command + ": flag --" + name + " must be an integer between " + min + " and " + max
-          + ", was [" + v + "]");
-    }
+    return (int) number(name, min, max, true);
   }
 
   double doubleValue(String name, double min, double max) {
+    return number(name, min, max, false);
+  }
+
+  private double number(String name, double min, double max, boolean integer) {
     String v = require(name);
+    String range = integer ? (long) min + " and " + (long) max : min + " and " + max;
+    double n;
     try {
-      double n = Double.parseDouble(v.trim());
-      if (n < min || n > max) {
-        throw new UsageError(command + ": flag --" + name + " must be between " + min + " and " + max + ", was [" + v + "]");
-      }
-      return n;
+      n = integer ? Long.parseLong(v.trim()) : Double.parseDouble(v.trim());
     } catch (NumberFormatException e) {
-      throw new UsageError(command + ": flag --" + name + " must be a number between " + min + " and " + max
-          + ", was [" + v + "]");
+      throw new UsageError(command + ": flag --" + name + " must be " + (integer ? "an integer" : "a number")
+          + " between " + range + ", was [" + v + "]");
     }
+    if (n < min || n > max) {
+      throw new UsageError(command + ": flag --" + name + " must be between " + range + ", was [" + v + "]");
+    }
+    return n;
   }
 
   private String accepted() {

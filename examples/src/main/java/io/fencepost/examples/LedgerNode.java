@@ -78,6 +78,14 @@ public final class LedgerNode implements AutoCloseable {
     }
   }
 
+  /** The {@code fencepost ledger} arguments of a node on 127.0.0.1:{@code port} (for multi-process runs). */
+  public static List<String> commandLine(String bootstrap, String topic, String group, JournalDatabase journal,
+      int port, List<String> seeds) {
+    return List.of("ledger", "--bootstrap", bootstrap, "--topic", topic, "--group", group,
+        "--jdbc-url", journal.jdbcUrl(), "--jdbc-user", journal.user(), "--jdbc-password", journal.password(),
+        "--port", Integer.toString(port), "--seeds", String.join(",", seeds));
+  }
+
   /** {@code fencepost ledger}: runs one node until SIGTERM (graceful) or SIGKILL. */
   static final class Command implements Main.Command {
     @Override

@@ -19,7 +19,6 @@ import io.fencepost.PartitionId;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.JvmProcess;
-import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
 import io.fencepost.testkit.FreePorts;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -88,12 +87,9 @@ class ClusterFailoverIT {
   }
 
   private void startNode(int i) {
-    nodes[i] = track(JvmProcess.start("node" + i, Main.class.getName(), List.of("ledger",
-        "--bootstrap", bootstrap, "--topic", TOPIC, "--group", GROUP,
-        "--jdbc-url", db.jdbcUrl(), "--jdbc-user", db.user(), "--jdbc-password", db.password(),
-        "--port", Integer.toString(ports[i]),
-        "--seeds", "127.0.0.1:" + ports[0] + ",127.0.0.1:" + ports[1] + ",127.0.0.1:" + ports[2]),
-        logs.resolve("node" + i + ".log")));
+    List<String> seeds = List.of("127.0.0.1:" + ports[0], "127.0.0.1:" + ports[1], "127.0.0.1:" + ports[2]);
+    nodes[i] = track(JvmProcess.start("node" + i, Main.class.getName(),
+        LedgerNode.commandLine(bootstrap, TOPIC, GROUP, db, ports[i], seeds), logs.resolve("node" + i + ".log")));
   }
 
   /** Produces {@code count} payments with unique ids at about {@code perSecond}, round-robin over partitions. */
