@@ -20,9 +20,16 @@ import io.fencepost.internal.BatchEvent;
  * @param applied how many records ran their handler
  * @param droppedByKey how many records were dropped by business key
  * @param deadLetters the offsets (with their errors) given up on in this batch
+ * @param outbox the records this batch put in the outbox, in order (the relay publishes them)
+ * @param calls the external calls' outcomes this entry journaled
  */
 public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events, String incarnation,
-    Instant writtenAt, int applied, int droppedByKey, List<DeadLetterView> deadLetters) {
+    Instant writtenAt, int applied, int droppedByKey, List<DeadLetterView> deadLetters, List<OutboxRecord> outbox,
+    List<CallView> calls) {
+
+  /** An external call's journaled outcome: the record's offset, the idempotency key, the outcome. */
+  public record CallView(long offset, String key, String outcome) {
+  }
 
   /** A dead-lettered offset as journaled. */
   public record DeadLetterView(long offset, String key, String errorClass, String errorMessage, int attempts,
@@ -36,7 +43,8 @@ public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events
           Instant.ofEpochMilli(e.atMillis()), e.applied(), e.droppedByKey(), e.deadLetters().stream()
               .map(d -> new DeadLetterView(d.offset(), d.key(), d.errorClass(), d.errorMessage(), d.attempts(),
                   d.parked()))
-              .toList()));
+              .toList(),
+          e.outbox(), e.calls().stream().map(c -> new CallView(c.offset(), c.key(), c.outcome())).toList()));
     }
     return Optional.empty();
   }

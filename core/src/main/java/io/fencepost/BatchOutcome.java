@@ -17,14 +17,15 @@ public sealed interface BatchOutcome permits BatchOutcome.Applied, BatchOutcome.
    * @param nextOffset the partition's stored next offset after the batch
    * @param written whether this batch made a journal write (false when it was all redeliveries)
    * @param deadLettered dead letters journaled by this batch
+   * @param published outbox records journaled by this batch (for the relay to publish)
    */
   record Applied(PartitionId partition, long nextOffset, int applied, int droppedRedelivery, int droppedByKey,
-      boolean written, int deadLettered) implements BatchOutcome {
+      boolean written, int deadLettered, int published) implements BatchOutcome {
 
-    /** An outcome without dead letters. */
+    /** An outcome without dead letters or outbox records. */
     public Applied(PartitionId partition, long nextOffset, int applied, int droppedRedelivery, int droppedByKey,
         boolean written) {
-      this(partition, nextOffset, applied, droppedRedelivery, droppedByKey, written, 0);
+      this(partition, nextOffset, applied, droppedRedelivery, droppedByKey, written, 0, 0);
     }
   }
 

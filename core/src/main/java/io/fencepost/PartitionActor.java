@@ -77,12 +77,15 @@ public abstract class PartitionActor<V, S, E> {
   /**
    * The record's business key: a producer-assigned identity that is the same on every copy of the
    * same logical message. Records whose key was applied within the key window are dropped. The
-   * default reads the header named by {@code fencepost.partition-actor.key-window.header}. Called
+   * default reads the header named by {@code fencepost.partition-actor.key-window.header}, else the
+   * {@value OutboxRecord#ID_HEADER} header an upstream Fencepost outbox relay sets (so chained
+   * pipelines drop re-published copies). Called
    * in the actor for each record at or above the stored offset; not called during recovery.
    */
   protected Optional<String> businessKey(Inbound<V> record) {
     String header = context.settings().keyHeader();
-    return header.isEmpty() ? Optional.empty() : record.header(header);
+    Optional<String> key = header.isEmpty() ? Optional.empty() : record.header(header);
+    return key.isPresent() ? key : record.header(OutboxRecord.ID_HEADER);
   }
 
   /**

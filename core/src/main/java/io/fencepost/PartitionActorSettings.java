@@ -31,12 +31,14 @@ public final class PartitionActorSettings {
   private final Duration backoffMax;
   private final double backoffRandomFactor;
   private final boolean perKeyOrdering;
+  private final Duration callTimeout;
 
   private PartitionActorSettings(DeliveryMode deliveryMode, int snapshotEvery, int keepSnapshots,
       boolean keyWindowEnabled, int keyWindowMaxKeys, Duration keyWindowMaxAge, String keyHeader,
       String journalPluginId, String snapshotPluginId, Duration backoffMin, Duration backoffMax,
-      double backoffRandomFactor, boolean perKeyOrdering) {
+      double backoffRandomFactor, boolean perKeyOrdering, Duration callTimeout) {
     this.perKeyOrdering = perKeyOrdering;
+    this.callTimeout = requirePositive(CONFIG_PATH + ".external-call.timeout", callTimeout);
     this.deliveryMode = Objects.requireNonNull(deliveryMode, "deliveryMode");
     this.snapshotEvery = requirePositive(CONFIG_PATH + "." + "snapshot-every", snapshotEvery);
     this.keepSnapshots = requirePositive(CONFIG_PATH + "." + "keep-snapshots", keepSnapshots);
@@ -102,8 +104,10 @@ public final class PartitionActorSettings {
       double random = section.getDouble(key);
       key = "per-key-ordering";
       boolean perKey = section.getBoolean(key);
+      key = "external-call.timeout";
+      Duration callTimeout = section.getDuration(key);
       return new PartitionActorSettings(mode, snapshotEvery, keep, enabled, maxKeys, maxAge, header, journal,
-          snapshot, min, max, random, perKey);
+          snapshot, min, max, random, perKey, callTimeout);
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(pathForErrors + "." + key, describe(section, key),
           "has the wrong type or format (" + e.getMessage() + ")");
@@ -196,36 +200,48 @@ public final class PartitionActorSettings {
   public PartitionActorSettings withPerKeyOrdering(boolean value) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        value);
+        value, callTimeout);
+  }
+
+  /** How long an external call ({@code Effects.call}) may take before it fails as retriable. */
+  public Duration callTimeout() {
+    return callTimeout;
+  }
+
+  public PartitionActorSettings withCallTimeout(Duration value) {
+    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
+        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
+        perKeyOrdering, value);
   }
 
   public PartitionActorSettings withDeliveryMode(DeliveryMode value) {
     return new PartitionActorSettings(value, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering);
+        perKeyOrdering, callTimeout);
   }
 
   public PartitionActorSettings withSnapshotEvery(int value) {
     return new PartitionActorSettings(deliveryMode, value, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering);
+        perKeyOrdering, callTimeout);
   }
 
   public PartitionActorSettings withKeyWindow(boolean enabled, int maxKeys, Duration maxAge) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, enabled, maxKeys, maxAge,
         keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering);
+        perKeyOrdering, callTimeout);
   }
 
   public PartitionActorSettings withKeyHeader(String value) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, value, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering);
+        perKeyOrdering, callTimeout);
   }
 
   public PartitionActorSettings withFailureBackoff(Duration min, Duration max) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, min, max, backoffRandomFactor, perKeyOrdering);
+        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, min, max, backoffRandomFactor, perKeyOrdering,
+        callTimeout);
   }
 
   @Override
@@ -234,6 +250,6 @@ public final class PartitionActorSettings {
         + ", keepSnapshots=" + keepSnapshots + ", keyWindow=" + (keyWindowEnabled ? keyWindowMaxKeys + " keys/"
         + keyWindowMaxAge : "off") + ", keyHeader=" + keyHeader + ", journalPluginId=" + journalPluginId
         + ", snapshotPluginId=" + snapshotPluginId + ", failureBackoff=" + backoffMin + ".." + backoffMax
-        + " x" + backoffRandomFactor + ", perKeyOrdering=" + perKeyOrdering + ")";
+        + " x" + backoffRandomFactor + ", perKeyOrdering=" + perKeyOrdering + ", callTimeout=" + callTimeout + ")";
   }
 }

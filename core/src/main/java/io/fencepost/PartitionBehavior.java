@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
@@ -16,11 +17,13 @@ import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.RetriableException;
 import io.fencepost.internal.BatchEvent;
+import io.fencepost.internal.CallOutcome;
 import io.fencepost.internal.DeadLetterEntry;
 import io.fencepost.internal.KeyDigest;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.persistence.typed.PersistenceId;
@@ -67,6 +70,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private org.apache.pekko.actor.typed.ActorRef<BatchOutcome> pendingReplyTo;
   private long pendingBatchesBefore;
   private long pendingStartNanos;
+  private long[] pendingTimestamps = new long[0];
   // at-most-once: the records whose effects run once the offset write is durable
   private List<Inbound<?>> pendingAccepted;
 
@@ -74,6 +78,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private boolean statementLogged;
   // Set when this incarnation lost a write: it answers nothing more but "fenced" until it stops.
   private PartitionFencedException fenced;
+  // The external call in flight (its id): while set, batches wait in the stash.
+  private String callInFlight;
+  // Calls that failed, by idempotency key: the stashed batch that asked for one is rejected with it.
+  private final java.util.Map<String, Throwable> failedCalls = new java.util.HashMap<>();
 
   PartitionBehavior(ActorContext<PartitionCommand> ctx, PartitionContext pc, PartitionActor<V, S, E> actor) {
     super(PersistenceId.ofUniqueId(pc.partition().persistenceId()),
@@ -135,7 +143,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         }
         return new PartitionState<>(stored.user(), stored.nextOffset(), window, stored.lastIncarnation(),
             stored.appliedRecords(), stored.droppedByKey(), stored.batches(), stored.lastWriteMillis(),
-            stored.deadLettered(), stored.parkedKeys());
+            stored.deadLettered(), stored.parkedKeys(), stored.callOutcomes().values());
       }
     };
   }
@@ -158,6 +166,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
             + "that batch's effects", partition.shortName());
       }
     }
+    // A call of the incarnation before the restart is abandoned: its batch is resent and asks again.
+    callInFlight = null;
+    failedCalls.clear();
     if (pendingReplyTo != null) {
       resolvePending(state);
     } else {
@@ -205,18 +216,22 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingUserState = null;
     pendingOutcome = null;
     pendingReplyTo = null;
+    pendingTimestamps = new long[0];
   }
 
   @Override
   public CommandHandler<PartitionCommand, BatchEvent, PartitionState<S>> commandHandler() {
     return newCommandHandlerBuilder().forAnyState()
-        .onCommand(PartitionCommand.ApplyBatch.class, this::onApplyBatch)
+        .onCommand(PartitionCommand.ApplyBatch.class, (state, cmd) ->
+            callInFlight != null ? Effect().stash() : onApplyBatch(state, cmd))
         .onCommand(PartitionCommand.GetStatus.class, (state, cmd) -> {
           cmd.replyTo().tell(status(state));
           return Effect().none();
         })
         .onCommand(PartitionCommand.Stop.class, (state, cmd) -> Effect().stop())
-        .onCommand(PartitionCommand.RunAccepted.class, this::onRunAccepted)
+        .onCommand(PartitionCommand.RunAccepted.class, (state, cmd) ->
+            callInFlight != null ? Effect().stash() : onRunAccepted(state, cmd))
+        .onCommand(PartitionCommand.CallDone.class, this::onCallDone)
         .build();
   }
 
@@ -381,17 +396,37 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (sel.nextOffset == state.nextOffset()) {
       // Every record was a redelivery: acknowledged without a write.
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Applied(partition, state.nextOffset(), 0,
-          sel.droppedRedelivery, sel.droppedByKey, false, 0));
+          sel.droppedRedelivery, sel.droppedByKey, false, 0, 0));
     }
     if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE) {
       return acceptAtMostOnce(state, cmd, sel);
     }
     S user = state.user();
     List<Object> events = new ArrayList<>();
+    List<OutboxRecord> outbox = new ArrayList<>();
     for (Inbound<V> record : sel.fresh) {
       Effects<E> effects;
       try {
         effects = actor.callOnRecord(user, record);
+        if (effects.hasCall()) {
+          String key = actor.idempotencyKey(record);
+          Throwable failed = failedCalls.remove(key);
+          if (failed != null) {
+            return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, callFailure(record, failed)));
+          }
+          CallOutcome stored = state.callOutcomes().get(key);
+          if (stored == null) {
+            // Make the call off the actor; this batch waits in the stash (with any that follow) until
+            // its outcome is journaled, then runs again and finds the outcome.
+            startCall(record, key, effects.call());
+            return Effect().stash();
+          }
+          effects = effects.then(stored.outcome());
+          if (effects.hasCall()) {
+            throw new FatalException("the continuation of Effects.call asked for another call; one external "
+                + "call per record");
+          }
+        }
       } catch (RuntimeException e) {
         // The events of earlier records were folded into a new state that is simply dropped (the
         // state is immutable: applyEvent returns a new one), so the actor goes on from its last write.
@@ -401,21 +436,34 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         user = actor.callApplyEvent(user, event);
         events.add(event);
       }
+      outbox.addAll(effects.outbox());
     }
     BatchEvent event = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), events,
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked);
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, outbox,
+        List.of());
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
-        sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size());
+        sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), outbox.size());
+    pendingTimestamps = timestamps(sel.fresh);
     return persist(state, event, user, outcome, cmd.replyTo());
+  }
+
+  private static long[] timestamps(List<? extends Inbound<?>> records) {
+    long[] out = new long[records.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = records.get(i).timestamp().toEpochMilli();
+    }
+    return out;
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd, Selection sel) {
     BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked);
+        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, List.of(),
+        List.of());
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
-        sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size());
+        sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), 0);
     List<Inbound<?>> accepted = List.copyOf(sel.fresh);
+    pendingTimestamps = timestamps(sel.fresh);
     pendingAccepted = accepted;
     pendingEvent = accept;
     pendingUserState = state.user();
@@ -438,23 +486,30 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       PartitionCommand.RunAccepted cmd) {
     S user = state.user();
     List<Object> events = new ArrayList<>();
+    List<OutboxRecord> outbox = new ArrayList<>();
     for (Inbound<?> raw : cmd.records()) {
       Inbound<V> record = (Inbound<V>) raw;
       try {
-        for (E event : actor.callOnRecord(user, record).events()) {
+        Effects<E> effects = actor.callOnRecord(user, record);
+        if (effects.hasCall()) {
+          throw new FatalException("Effects.call is not supported in at-most-once mode (the outcome could not be "
+              + "journaled before the offset); use exactly-once or at-least-once");
+        }
+        for (E event : effects.events()) {
           user = actor.callApplyEvent(user, event);
           events.add(event);
         }
+        outbox.addAll(effects.outbox());
       } catch (RuntimeException e) {
         ctx.getLog().warn("[{}] offset [{}] LOST (at-most-once, never retried): handler failed: {}",
             partition.shortName(), record.offset(), e.toString());
       }
     }
-    if (events.isEmpty()) {
+    if (events.isEmpty() && outbox.isEmpty()) {
       return Effect().none();
     }
     BatchEvent effects = new BatchEvent(incarnation, state.nextOffset(), state.nextOffset(), clock(state), events,
-        new long[0], 0, 0);
+        new long[0], 0, 0, List.of(), List.of(), outbox, List.of());
     pendingEvent = effects;
     pendingUserState = user;
     return Effect().persist(effects).thenRun(s -> {
@@ -478,8 +533,58 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private void written(BatchOutcome.Applied outcome) {
     metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
+    metrics.durable(pendingTimestamps);
     clearPending();
   }
+
+  /** Runs an external call on the blocking dispatcher; its outcome comes back as {@code CallDone}. */
+  private void startCall(Inbound<V> record, String key, ExternalCall call) {
+    String callId = UUID.randomUUID().toString();
+    callInFlight = callId;
+    long offset = record.offset();
+    java.util.concurrent.Executor blocking = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
+    java.util.concurrent.CompletableFuture<String> result = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try {
+        return Objects.requireNonNull(call.call(key), "the external call returned null; return an outcome text");
+      } catch (RuntimeException e) {
+        throw e;
+      } catch (Exception e) {
+        throw new java.util.concurrent.CompletionException(e);
+      }
+    }, blocking).orTimeout(settings.callTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    ctx.getLog().debug("[{}] offset [{}]: external call with idempotency key [{}]", partition.shortName(), offset,
+        key);
+    ctx.pipeToSelf(result, (outcome, failure) -> new PartitionCommand.CallDone(callId, offset, key, outcome, failure));
+  }
+
+  /** Journals a call's outcome (the offset does not move), then lets the waiting batch run again. */
+  private Effect<BatchEvent, PartitionState<S>> onCallDone(PartitionState<S> state, PartitionCommand.CallDone done) {
+    if (!done.callId().equals(callInFlight)) {
+      return Effect().none();   // a call abandoned by a restart
+    }
+    callInFlight = null;
+    if (done.failure() != null) {
+      failedCalls.put(done.key(), done.failure());
+      return Effect().unstashAll();
+    }
+    BatchEvent outcome = BatchEvent.callOutcomes(incarnation, state.nextOffset(), clock(state),
+        List.of(new CallOutcome(done.offset(), done.key(), done.outcome())));
+    return Effect().persist(outcome).thenUnstashAll();
+  }
+
+  private FencepostException callFailure(Inbound<V> record, Throwable failure) {
+    Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    boolean retriable = cause instanceof FencepostException fe ? fe.isRetriable()
+        : cause instanceof java.io.IOException || cause instanceof java.util.concurrent.TimeoutException;
+    String message = cause instanceof java.util.concurrent.TimeoutException
+        ? "external call took longer than " + CONFIG_TIMEOUT_KEY + " [" + settings.callTimeout() + "]"
+        : "external call failed: " + cause.getMessage();
+    return new HandlerFailedException(partition.entityId(), record.offset(), retriable, cause.getClass().getName(),
+        message, cause);
+  }
+
+  private static final String CONFIG_TIMEOUT_KEY = PartitionActorSettings.CONFIG_PATH + ".external-call.timeout";
 
   private FencepostException handlerFailure(Inbound<V> record, RuntimeException e) {
     boolean retriable = e instanceof FencepostException fe && fe.isRetriable();

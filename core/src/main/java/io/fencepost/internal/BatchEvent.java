@@ -2,6 +2,8 @@ package io.fencepost.internal;
 
 import java.util.List;
 
+import io.fencepost.OutboxRecord;
+
 /**
  * The one journal event a partition writes per batch: the user's events, the partition's new next
  * offset and the business keys it newly applied, so that effects, position and key window commit
@@ -19,6 +21,8 @@ import java.util.List;
  * @param deadLetters records given up on (already published to the dead-letter topic), the offset
  *     moving past them in this same write
  * @param unparked record keys no longer parked: their failed record was replayed in this batch
+ * @param outbox records to publish (by the outbox relay, after this write), in order
+ * @param calls outcomes of external calls, journaled before the offset moves past their records
  */
 public record BatchEvent(
     String incarnation,
@@ -30,19 +34,29 @@ public record BatchEvent(
     int applied,
     int droppedByKey,
     List<DeadLetterEntry> deadLetters,
-    List<String> unparked) {
+    List<String> unparked,
+    List<OutboxRecord> outbox,
+    List<CallOutcome> calls) {
 
   /** A batch without dead letters. */
   public BatchEvent(String incarnation, long fromOffset, long nextOffset, long atMillis, List<Object> events,
       long[] keyDigests, int applied, int droppedByKey) {
     this(incarnation, fromOffset, nextOffset, atMillis, events, keyDigests, applied, droppedByKey, List.of(),
-        List.of());
+        List.of(), List.of(), List.of());
+  }
+
+  /** An entry that only journals external calls' outcomes: the offset does not move. */
+  public static BatchEvent callOutcomes(String incarnation, long offset, long atMillis, List<CallOutcome> calls) {
+    return new BatchEvent(incarnation, offset, offset, atMillis, List.of(), new long[0], 0, 0, List.of(), List.of(),
+        List.of(), calls);
   }
 
   public BatchEvent {
     events = List.copyOf(events);
     deadLetters = List.copyOf(deadLetters);
     unparked = List.copyOf(unparked);
+    outbox = List.copyOf(outbox);
+    calls = List.copyOf(calls);
     if ((keyDigests.length & 1) != 0) {
       throw new IllegalArgumentException("keyDigests holds (high, low) pairs, length was " + keyDigests.length);
     }

@@ -6,13 +6,15 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.fencepost.OutboxRecord;
 import org.apache.pekko.actor.ExtendedActorSystem;
 
 /**
  * Binary serializer for Fencepost's journal event ({@link BatchEvent}) and snapshot
  * ({@link PartitionState}). The user's events and state inside them are serialized by whatever
  * serializer the application binds to their classes (e.g. {@code jackson-cbor}), so this format
- * never needs to know user types. Versioned by manifest: {@code B1}, {@code S1}.
+ * never needs to know user types. Versioned by manifest ({@code B1}..{@code B4}, {@code S1}..{@code S4}):
+ * older versions are still read.
  */
 public final class FencepostSerializer extends BinarySerializer {
 
@@ -22,9 +24,11 @@ public final class FencepostSerializer extends BinarySerializer {
   private static final String BATCH_V1 = "B1";
   private static final String BATCH_V2 = "B2";
   private static final String BATCH_V3 = "B3";
+  private static final String BATCH_V4 = "B4";
   private static final String STATE_V1 = "S1";
   private static final String STATE_V2 = "S2";
   private static final String STATE_V3 = "S3";
+  private static final String STATE_V4 = "S4";
 
   public FencepostSerializer(ExtendedActorSystem system) {
     super(system, "Fencepost journal");
@@ -38,10 +42,10 @@ public final class FencepostSerializer extends BinarySerializer {
   @Override
   public String manifest(Object o) {
     if (o instanceof BatchEvent) {
-      return BATCH_V3;
+      return BATCH_V4;
     }
     if (o instanceof PartitionState) {
-      return STATE_V3;
+      return STATE_V4;
     }
     throw cannotSerialize(o);
   }
@@ -63,9 +67,11 @@ public final class FencepostSerializer extends BinarySerializer {
       case BATCH_V1 -> readBatch(in, 1);
       case BATCH_V2 -> readBatch(in, 2);
       case BATCH_V3 -> readBatch(in, 3);
+      case BATCH_V4 -> readBatch(in, 4);
       case STATE_V1 -> readState(in, 1);
       case STATE_V2 -> readState(in, 2);
       case STATE_V3 -> readState(in, 3);
+      case STATE_V4 -> readState(in, 4);
       default -> null;
     };
   }
@@ -100,6 +106,46 @@ public final class FencepostSerializer extends BinarySerializer {
     for (String key : e.unparked()) {
       out.writeUTF(key);
     }
+    out.writeInt(e.outbox().size());
+    for (OutboxRecord r : e.outbox()) {
+      out.writeUTF(r.topic());
+      out.writeBoolean(r.key().isPresent());
+      writeLongString(out, r.key().orElse(""));
+      out.writeInt(r.value().length);
+      out.write(r.value());
+    }
+    writeCalls(out, e.calls());
+  }
+
+  private static void writeCalls(DataOutputStream out, java.util.Collection<CallOutcome> calls) throws IOException {
+    out.writeInt(calls.size());
+    for (CallOutcome c : calls) {
+      out.writeLong(c.offset());
+      writeLongString(out, c.key());
+      writeLongString(out, c.outcome());
+    }
+  }
+
+  private static List<CallOutcome> readCalls(DataInputStream in) throws IOException {
+    int n = in.readInt();
+    List<CallOutcome> calls = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      calls.add(new CallOutcome(in.readLong(), readLongString(in), readLongString(in)));
+    }
+    return calls;
+  }
+
+  /** UTF-8 with an int length: keys and outcomes may exceed writeUTF's 64 KiB. */
+  private static void writeLongString(DataOutputStream out, String s) throws IOException {
+    byte[] b = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    out.writeInt(b.length);
+    out.write(b);
+  }
+
+  private static String readLongString(DataInputStream in) throws IOException {
+    byte[] b = new byte[in.readInt()];
+    in.readFully(b);
+    return new String(b, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   private static String truncate(String s) {
@@ -143,7 +189,22 @@ public final class FencepostSerializer extends BinarySerializer {
         unparked.add(in.readUTF());
       }
     }
-    return new BatchEvent(incarnation, from, next, at, events, d, applied, droppedByKey, dead, unparked);
+    List<OutboxRecord> outbox = new ArrayList<>();
+    List<CallOutcome> calls = List.of();
+    if (version >= 4) {
+      int o = in.readInt();
+      for (int i = 0; i < o; i++) {
+        String topic = in.readUTF();
+        boolean hasKey = in.readBoolean();
+        String key = readLongString(in);
+        byte[] value = new byte[in.readInt()];
+        in.readFully(value);
+        outbox.add(new OutboxRecord(topic, hasKey ? java.util.Optional.of(key) : java.util.Optional.empty(), value));
+      }
+      calls = readCalls(in);
+    }
+    return new BatchEvent(incarnation, from, next, at, events, d, applied, droppedByKey, dead, unparked, outbox,
+        calls);
   }
 
   private void writeState(DataOutputStream out, PartitionState<?> s) throws IOException {
@@ -160,6 +221,7 @@ public final class FencepostSerializer extends BinarySerializer {
       out.writeUTF(e.getKey());
       out.writeLong(e.getValue());
     }
+    writeCalls(out, s.callOutcomes().values());
     KeyWindow w = s.window();
     if (w == null) {
       out.writeBoolean(false);
@@ -200,6 +262,7 @@ public final class FencepostSerializer extends BinarySerializer {
         parked.put(in.readUTF(), in.readLong());
       }
     }
+    List<CallOutcome> calls = version >= 4 ? readCalls(in) : List.of();
     KeyWindow window = null;
     if (in.readBoolean()) {
       int maxKeys = in.readInt();
@@ -211,7 +274,7 @@ public final class FencepostSerializer extends BinarySerializer {
       }
     }
     return new PartitionState<>(user, next, window, incarnation, applied, droppedByKey, batches, lastWrite,
-        deadLettered, parked);
+        deadLettered, parked, calls);
   }
 
   private void writeNested(DataOutputStream out, Object o) throws IOException {

@@ -21,6 +21,7 @@ public final class PartitionMetrics {
   private final Counter fenced;
   private final DistributionSummary batchSize;
   private final Timer persistLatency;
+  private final Timer effectLatency;
 
   public PartitionMetrics(String group, String topic, int partition) {
     MeterRegistry r = Metrics.globalRegistry;
@@ -31,6 +32,9 @@ public final class PartitionMetrics {
     fenced = r.counter("fencepost.writes.fenced", tags);
     batchSize = DistributionSummary.builder("fencepost.batch.records").tags(tags).register(r);
     persistLatency = Timer.builder("fencepost.persist.latency").tags(tags).register(r);
+    effectLatency = Timer.builder("fencepost.effect.latency")
+        .description("record timestamp (producer or broker time) to its effects being durable in the journal")
+        .tags(tags).register(r);
   }
 
   public void dropped(int redelivery, int byKey) {
@@ -46,6 +50,14 @@ public final class PartitionMetrics {
     applied.increment(appliedRecords);
     batchSize.record(appliedRecords);
     persistLatency.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** End-to-end latency of each applied record: now minus its timestamp (negative skew counts as 0). */
+  public void durable(long[] recordTimestampsMillis) {
+    long now = System.currentTimeMillis();
+    for (long ts : recordTimestampsMillis) {
+      effectLatency.record(Math.max(0, now - ts), TimeUnit.MILLISECONDS);
+    }
   }
 
   public void fenced() {

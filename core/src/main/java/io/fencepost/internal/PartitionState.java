@@ -19,12 +19,15 @@ public final class PartitionState<S> {
   private long lastWriteMillis;
   private long deadLettered;
   private final java.util.Map<String, Long> parkedKeys;
+  // External calls' outcomes by idempotency key, until the offset moves past their records.
+  private final java.util.Map<String, CallOutcome> callOutcomes;
   // Pekko keeps the emptyState() object and starts every recovery (after a restart too) from it, so
   // that object must never change: the first event applied to it goes to a fresh copy instead.
   private final boolean pristine;
 
   public PartitionState(S user, long nextOffset, KeyWindow window, String lastIncarnation, long appliedRecords,
-      long droppedByKey, long batches, long lastWriteMillis, long deadLettered, java.util.Map<String, Long> parked) {
+      long droppedByKey, long batches, long lastWriteMillis, long deadLettered, java.util.Map<String, Long> parked,
+      java.util.Collection<CallOutcome> calls) {
     this.user = user;
     this.nextOffset = nextOffset;
     this.window = window;
@@ -35,6 +38,10 @@ public final class PartitionState<S> {
     this.lastWriteMillis = lastWriteMillis;
     this.deadLettered = deadLettered;
     this.parkedKeys = new java.util.HashMap<>(parked);
+    this.callOutcomes = new java.util.HashMap<>();
+    for (CallOutcome c : calls) {
+      callOutcomes.put(c.key(), c);
+    }
     this.pristine = false;
   }
 
@@ -44,6 +51,7 @@ public final class PartitionState<S> {
     this.window = window;
     this.lastIncarnation = "";
     this.parkedKeys = java.util.Map.of();
+    this.callOutcomes = java.util.Map.of();
     this.pristine = true;
   }
 
@@ -59,7 +67,8 @@ public final class PartitionState<S> {
   public PartitionState<S> apply(BatchEvent e, S newUser) {
     if (pristine) {
       KeyWindow fresh = window == null ? null : new KeyWindow(window.maxKeys(), window.maxAgeMillis());
-      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0, 0, java.util.Map.of()).apply(e, newUser);
+      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0, 0, java.util.Map.of(), java.util.List.of())
+          .apply(e, newUser);
     }
     user = newUser;
     if (e.nextOffset() > nextOffset) {
@@ -84,6 +93,13 @@ public final class PartitionState<S> {
       if (d.parksKey()) {
         parkedKeys.putIfAbsent(d.key(), d.offset());
       }
+    }
+    for (CallOutcome c : e.calls()) {
+      callOutcomes.put(c.key(), c);
+    }
+    if (!callOutcomes.isEmpty()) {
+      long next = nextOffset;
+      callOutcomes.values().removeIf(c -> c.offset() < next);
     }
     lastWriteMillis = e.atMillis();
     return this;
@@ -127,6 +143,11 @@ public final class PartitionState<S> {
     return java.util.Collections.unmodifiableMap(parkedKeys);
   }
 
+  /** Journaled outcomes of external calls whose records the offset has not moved past yet, by key. */
+  public java.util.Map<String, CallOutcome> callOutcomes() {
+    return java.util.Collections.unmodifiableMap(callOutcomes);
+  }
+
   /** Records dead-lettered over the partition's history. */
   public long deadLettered() {
     return deadLettered;
@@ -135,6 +156,6 @@ public final class PartitionState<S> {
   /** A copy whose window is independent of this one (for snapshots). */
   public PartitionState<S> copyForSnapshot() {
     return new PartitionState<>(user, nextOffset, window == null ? null : window.copy(), lastIncarnation,
-        appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys);
+        appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys, callOutcomes.values());
   }
 }

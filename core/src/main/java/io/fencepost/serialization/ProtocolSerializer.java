@@ -42,7 +42,7 @@ public final class ProtocolSerializer extends BinarySerializer {
   private static final String APPLY = "A2";
   private static final String STATUS_QUERY = "Q1";
   private static final String STOP = "X1";
-  private static final String APPLIED = "O2";
+  private static final String APPLIED = "O3";
   private static final String REJECTED = "R2";
   private static final String STATUS = "S2";
 
@@ -106,6 +106,7 @@ public final class ProtocolSerializer extends BinarySerializer {
       out.writeInt(a.droppedByKey());
       out.writeBoolean(a.written());
       out.writeInt(a.deadLettered());
+      out.writeInt(a.published());
     } else if (o instanceof BatchOutcome.Rejected r) {
       writePartition(out, r.partition());
       FencepostException e = r.error();
@@ -175,7 +176,7 @@ public final class ProtocolSerializer extends BinarySerializer {
         return new PartitionCommand.Stop();
       case APPLIED:
         return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
-            in.readBoolean(), in.readInt());
+            in.readBoolean(), in.readInt(), in.readInt());
       case REJECTED: {
         PartitionId p = readPartition(in);
         int kind = in.readByte();

@@ -39,7 +39,9 @@ class FencepostSerializerTest {
   void batchEventRoundTripsWithUserEventsThroughTheirOwnSerializer() {
     BatchEvent e = new BatchEvent("inc-1", 10, 13, 1234L, List.of(new Credited("m1", 5), new Credited("m2", 7)),
         new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true)),
-        List.of("k7"));
+        List.of("k7"), List.of(new io.fencepost.OutboxRecord("out", java.util.Optional.of("m1"), new byte[] {1, 2}),
+            new io.fencepost.OutboxRecord("out", java.util.Optional.empty(), new byte[0])),
+        List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")));
     BatchEvent back = (BatchEvent) roundTrip(e);
     assertEquals(e.incarnation(), back.incarnation());
     assertEquals(10, back.fromOffset());
@@ -51,6 +53,8 @@ class FencepostSerializerTest {
     assertEquals(1, back.droppedByKey());
     assertEquals(e.deadLetters(), back.deadLetters());
     assertEquals(List.of("k7"), back.unparked());
+    assertEquals(e.outbox(), back.outbox());
+    assertEquals(e.calls(), back.calls());
   }
 
   @Test
@@ -60,7 +64,7 @@ class FencepostSerializerTest {
       w.add(i, -i, 1000 + i);
     }
     PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6,
-        java.util.Map.of("k9", 12L));
+        java.util.Map.of("k9", 12L), List.of(new CallOutcome(80, "pay-3", "ok")));
     @SuppressWarnings("unchecked")
     PartitionState<Credited> back = (PartitionState<Credited>) roundTrip(state);
     assertEquals(state.user(), back.user());
@@ -71,6 +75,7 @@ class FencepostSerializerTest {
     assertEquals(9, back.batches());
     assertEquals(6, back.deadLettered());
     assertEquals(java.util.Map.of("k9", 12L), back.parkedKeys());
+    assertEquals(java.util.Map.of("pay-3", new CallOutcome(80, "pay-3", "ok")), back.callOutcomes());
     List<long[]> before = new ArrayList<>();
     w.forEach((hi, lo, at) -> before.add(new long[] {hi, lo, at}));
     List<long[]> after = new ArrayList<>();

@@ -70,7 +70,7 @@ class ProtocolSerializerTest {
 
   @Test
   void outcomesAndErrorsKeepTheirKindAndData() {
-    BatchOutcome.Applied applied = new BatchOutcome.Applied(P, 10, 3, 2, 1, true, 4);
+    BatchOutcome.Applied applied = new BatchOutcome.Applied(P, 10, 3, 2, 1, true, 4, 6);
     assertEquals(applied, roundTrip(applied));
 
     var fenced = (BatchOutcome.Rejected) roundTrip(new BatchOutcome.Rejected(P, new PartitionFencedException("g|t|3", 5, 9)));
