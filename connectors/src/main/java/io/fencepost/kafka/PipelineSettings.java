@@ -52,7 +52,8 @@ public final class PipelineSettings {
 
   /** The settings read from configuration that only the copy methods pass along unchanged. */
   private record Extra(Duration retryInitial, Duration retryMax, double retryMultiplier, int retryMaxAttempts,
-      String dltSuffix, boolean dltCreate, int dltMaxBytes, Map<String, String> dltProducer, Duration stallTimeout) {
+      String dltSuffix, boolean dltCreate, int dltMaxBytes, Map<String, String> dltProducer, Duration stallTimeout,
+      OutboxSettings outbox) {
   }
 
   private PipelineSettings(String name, String bootstrapServers, List<String> topics, String groupId,
@@ -231,9 +232,11 @@ public final class PipelineSettings {
       }
       key = "stall-timeout";
       Duration stall = section.getDuration(key);
+      key = "outbox";
+      OutboxSettings outbox = OutboxSettings.fromSection(section.getConfig(key), own + ".outbox");
       return new PipelineSettings(name, bootstrap, topics, group, reset, maxRecords, maxLatency, ask, min, max,
           handoff, commitBatch, commitInterval, drain, clients, actor,
-          new Extra(retryInitial, retryMax, multiplier, attempts, suffix, create, maxBytes, producer, stall));
+          new Extra(retryInitial, retryMax, multiplier, attempts, suffix, create, maxBytes, producer, stall, outbox));
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(own + "." + key, "?", "has the wrong type or format (" + e.getMessage() + ")");
     } catch (ConfigException.Missing e) {
@@ -385,7 +388,7 @@ public final class PipelineSettings {
         maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
         commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(initial, max, multiplier,
         maxAttempts, deadLetterSuffix, deadLetterCreateTopic, deadLetterMaxRecordBytes, deadLetterProducer,
-        stallTimeout));
+        stallTimeout, extra.outbox()));
   }
 
   /** A copy with another dead-letter policy. */
@@ -394,7 +397,22 @@ public final class PipelineSettings {
         maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
         commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(handlerRetryInitial, handlerRetryMax,
         handlerRetryMultiplier, handlerRetryMaxAttempts, topicSuffix, createTopic, maxRecordBytes, deadLetterProducer,
-        stallTimeout));
+        stallTimeout, extra.outbox()));
+  }
+
+  /** The outbox relay's settings. */
+  public OutboxSettings outbox() {
+    return extra.outbox();
+  }
+
+  /** A copy with other outbox relay settings. */
+  public PipelineSettings withOutbox(OutboxSettings value) {
+    Extra e = extra;
+    return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
+        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
+        commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(e.retryInitial(), e.retryMax(),
+        e.retryMultiplier(), e.retryMaxAttempts(), e.dltSuffix(), e.dltCreate(), e.dltMaxBytes(), e.dltProducer(),
+        e.stallTimeout(), Objects.requireNonNull(value, "outbox")));
   }
 
   @Override
@@ -406,6 +424,7 @@ public final class PipelineSettings {
         + commitMaxInterval + ", drainTimeout=" + drainTimeout + ", kafkaClients=" + kafkaClients.keySet()
         + ", handlerRetry=" + handlerRetryInitial + ".." + handlerRetryMax + " x" + handlerRetryMultiplier + " /"
         + handlerRetryMaxAttempts + ", deadLetter=*" + deadLetterSuffix + (deadLetterCreateTopic ? " (create)" : "")
-        + " max " + deadLetterMaxRecordBytes + " B, partitionActor=" + partitionActor + ")";
+        + " max " + deadLetterMaxRecordBytes + " B, outbox=" + (extra.outbox().enabled() ? "on" : "off")
+        + ", partitionActor=" + partitionActor + ")";
   }
 }

@@ -90,6 +90,9 @@ final class RunningPipeline<V> implements Pipeline {
   private final KafkaProducer<byte[], byte[]> deadLetterProducer;
   private final Map<String, Integer> deadLetterPartitions = new ConcurrentHashMap<>();
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
+  private final KafkaProducer<byte[], byte[]> outboxProducer;
+  private final Map<PartitionId, ActorRef<OutboxRelay.Command>> relays = new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicBoolean outboxOffWarned = new java.util.concurrent.atomic.AtomicBoolean();
   private volatile Consumer.DrainingControl<Done> control;
   private volatile CompletionStage<Done> stopped;
   private volatile org.apache.pekko.actor.Cancellable watchdog;
@@ -132,6 +135,11 @@ final class RunningPipeline<V> implements Pipeline {
     this.deadLetterProducer = new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(),
         settings.deadLetterProducer(), "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients"),
         new ByteArraySerializer(), new ByteArraySerializer());
+    this.outboxProducer = settings.outbox().enabled()
+        ? new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(), settings.outbox().producer(),
+            "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients"),
+            new ByteArraySerializer(), new ByteArraySerializer())
+        : null;
   }
 
   static GuaranteeStatement guarantee(ActorSystem<?> system, PipelineSettings settings) {
@@ -147,8 +155,7 @@ final class RunningPipeline<V> implements Pipeline {
     try {
       p.checkTopics();
     } catch (RuntimeException e) {
-      p.admin.close(Duration.ofSeconds(5));
-      p.deadLetterProducer.close(Duration.ofSeconds(5));
+      p.closeClients();
       throw e;
     }
     log.info("[{}] starting on [{}], group [{}], topics {}; guarantee: {}", settings.name(), p.self,
@@ -370,7 +377,11 @@ final class RunningPipeline<V> implements Pipeline {
         positions.add(localPosition(partitionId(tp), deadline).thenApply(o -> Pair.create(tp, o)).toCompletableFuture());
       }
       return CompletableFuture.allOf(positions.toArray(new CompletableFuture[0]))
-          .thenCompose(v -> seekTargets(positions.stream().map(CompletableFuture::join).toList()));
+          .thenCompose(v -> seekTargets(positions.stream().map(CompletableFuture::join).toList()))
+          .thenApply(targets -> {
+            tps.forEach(tp -> startRelay(partitionId(tp)));
+            return targets;
+          });
     });
   }
 
@@ -431,6 +442,7 @@ final class RunningPipeline<V> implements Pipeline {
       if (progress != null) {
         progress.revoked = true;
       }
+      stopRelay(partitionId(tp));
     }
   }
 
@@ -540,7 +552,8 @@ final class RunningPipeline<V> implements Pipeline {
             new PartitionCommand.ApplyBatch(work.records, work.deadLetters, replyTo)),
         settings.askTimeout(), system.scheduler());
     return reply.handle((outcome, error) -> {
-      if (outcome instanceof BatchOutcome.Applied) {
+      if (outcome instanceof BatchOutcome.Applied applied) {
+        afterApplied(work.id, applied);
         return CompletableFuture.completedFuture(
             Optional.of(work.batch.get(work.batch.size() - 1).committableOffset()));
       }
@@ -710,6 +723,46 @@ final class RunningPipeline<V> implements Pipeline {
         }));
   }
 
+  private void closeClients() {
+    admin.close(Duration.ofSeconds(5));
+    deadLetterProducer.close(Duration.ofSeconds(5));
+    if (outboxProducer != null) {
+      outboxProducer.close(Duration.ofSeconds(5));
+    }
+  }
+
+  /** Runs the outbox relay of a partition this node now owns (its actor answered from here). */
+  private void startRelay(PartitionId id) {
+    if (outboxProducer == null) {
+      return;
+    }
+    relays.computeIfAbsent(id, k -> system.systemActorOf(OutboxRelay.create(k, settings.outbox(), outboxProducer),
+        "fencepost-outbox-" + settings.name() + "-" + java.net.URLEncoder.encode(k.entityId(),
+            java.nio.charset.StandardCharsets.UTF_8).replace("%", "_").replace("+", "_") + "-" + System.nanoTime(),
+        org.apache.pekko.actor.typed.Props.empty()));
+  }
+
+  private void stopRelay(PartitionId id) {
+    ActorRef<OutboxRelay.Command> relay = relays.remove(id);
+    if (relay != null) {
+      relay.tell(OutboxRelay.Stop.INSTANCE);
+    }
+  }
+
+  /** After a batch was applied: wakes its partition's relay when the batch wrote outbox records. */
+  private void afterApplied(PartitionId id, BatchOutcome.Applied applied) {
+    if (applied.published() == 0) {
+      return;
+    }
+    ActorRef<OutboxRelay.Command> relay = relays.get(id);
+    if (relay != null) {
+      relay.tell(OutboxRelay.Wake.INSTANCE);
+    } else if (outboxProducer == null && outboxOffWarned.compareAndSet(false, true)) {
+      log.error("[{}] handlers write outbox records (Effects.andPublish) but fencepost.pipelines.{}.outbox.enabled "
+          + "is off: they are journaled and wait unpublished; set it to on", settings.name(), settings.name());
+    }
+  }
+
   @Override
   public synchronized CompletionStage<Done> stop() {
     if (stopped != null) {
@@ -723,8 +776,8 @@ final class RunningPipeline<V> implements Pipeline {
     stopped = drained.toCompletableFuture()
         .completeOnTimeout(Done.getInstance(), settings.drainTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
         .whenComplete((d, e) -> {
-          admin.close(Duration.ofSeconds(5));
-          deadLetterProducer.close(Duration.ofSeconds(5));
+          relays.keySet().forEach(this::stopRelay);
+          closeClients();
         });
     return stopped;
   }

@@ -11,11 +11,24 @@ import io.fencepost.PartitionContext;
  * The seeds' payments ledger: credits each captured payment to its merchant exactly once. The
  * credit and the partition's next offset are written together; a payment re-sent by a producer at a
  * new offset is dropped by its business key.
+ *
+ * <p>With an outbox topic, each credit is also announced on that topic (same JSON wire format,
+ * keyed by merchant) through the outbox: journaled with the credit, published by the relay.
  */
 public final class LedgerActor extends PartitionActor<Payment, Ledger, Credited> {
 
+  private static final PaymentJson JSON = new PaymentJson();
+
+  private final Optional<String> outboxTopic;
+
   public LedgerActor(PartitionContext context) {
+    this(context, Optional.empty());
+  }
+
+  /** A ledger that announces every credit on {@code outboxTopic}, when present. */
+  public LedgerActor(PartitionContext context, Optional<String> outboxTopic) {
     super(context);
+    this.outboxTopic = outboxTopic;
   }
 
   @Override
@@ -26,7 +39,8 @@ public final class LedgerActor extends PartitionActor<Payment, Ledger, Credited>
   @Override
   protected Effects<Credited> onRecord(Ledger ledger, Inbound<Payment> in) {
     Payment p = in.value();
-    return Effects.persist(new Credited(p.merchantId(), p.amountCents(), p.paymentId(), in.offset()));
+    Effects<Credited> credit = Effects.persist(new Credited(p.merchantId(), p.amountCents(), p.paymentId(), in.offset()));
+    return outboxTopic.map(topic -> credit.andPublish(topic, p.merchantId(), JSON.serialize(topic, p))).orElse(credit);
   }
 
   @Override

@@ -36,6 +36,15 @@ public final class LedgerNode implements AutoCloseable {
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
       int port, List<String> seeds) {
+    return start(bootstrap, topic, group, journal, host, port, seeds, java.util.Optional.empty());
+  }
+
+  /**
+   * Starts a node whose ledger announces each credit on {@code outboxTopic} (when present) through
+   * the outbox, with the pipeline's outbox relay on.
+   */
+  public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
+      int port, List<String> seeds, java.util.Optional<String> outboxTopic) {
     List<String> seedNodes = seeds.isEmpty() ? List.of(host + ":" + port) : seeds;
     // Precedence: -D system properties, then the flags, then application.conf, then the examples'
     // cluster defaults (split-brain resolver, fast rebalances), then the journal, then reference.conf.
@@ -55,7 +64,11 @@ public final class LedgerNode implements AutoCloseable {
         .withBootstrapServers(bootstrap)
         .withTopics(List.of(topic))
         .withGroupId(group);
-    Pipeline pipeline = KafkaPipeline.create(system, LedgerActor::new, new PaymentJson(), settings).start();
+    if (outboxTopic.isPresent()) {
+      settings = settings.withOutbox(settings.outbox().withEnabled(true));
+    }
+    Pipeline pipeline = KafkaPipeline.create(system, ctx -> new LedgerActor(ctx, outboxTopic), new PaymentJson(),
+        settings).start();
     return new LedgerNode(system, pipeline);
   }
 
@@ -101,6 +114,8 @@ public final class LedgerNode implements AutoCloseable {
           .value("host", "address", "FENCEPOST_HOST", "127.0.0.1", "address this node binds and advertises")
           .value("port", "n", "FENCEPOST_PORT", "2551", "cluster port")
           .value("seeds", "host:port,...", "FENCEPOST_SEEDS", null, "seed nodes; default this node alone")
+          .value("outbox-topic", "name", "FENCEPOST_OUTBOX_TOPIC", null,
+              "announce every credit on this topic through the outbox (relay on); default none")
           .bool("install-schema", "create the journal tables if they are missing");
       if (!flags.parse(args)) {
         return 0;
@@ -117,7 +132,7 @@ public final class LedgerNode implements AutoCloseable {
           .map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
           .orElse(List.of());
       LedgerNode node = start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
-          flags.require("host"), port, seeds);
+          flags.require("host"), port, seeds, flags.get("outbox-topic"));
       System.out.println("READY " + node.system().address());
       System.out.flush();
       node.system().getWhenTerminated().toCompletableFuture().get();

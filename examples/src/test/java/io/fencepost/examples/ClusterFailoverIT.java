@@ -15,7 +15,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.Effects;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionActor;
+import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.PartitionView;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.testkit.ClusterNodes;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.JvmProcess;
@@ -48,6 +57,10 @@ class ClusterFailoverIT {
   private static final int PARTITIONS = 12;
   private static final String TOPIC = "payments";
   private static final String GROUP = "ledger";
+  /** The ledger nodes announce each credit here through the outbox. */
+  private static final String CREDITED = "credited";
+  /** Longer than the first fault comes: a killed node's relays have always published past their stored position. */
+  private static final String STORE_EVERY = "-Dfencepost.pipeline.outbox.store-position-every=8s";
 
   private final List<JvmProcess> processes = new ArrayList<>();
   private Path logs;
@@ -61,7 +74,8 @@ class ClusterFailoverIT {
   void start(TestInfo info) {
     logs = Path.of("target", "it-logs", info.getTestMethod().orElseThrow().getName());
     brokerProcess = track(JvmProcess.start("broker", Main.class.getName(),
-        List.of("broker", "--topic", TOPIC + ":" + PARTITIONS), logs.resolve("broker.log")));
+        List.of("broker", "--topic", TOPIC + ":" + PARTITIONS, "--topic", CREDITED + ":" + PARTITIONS),
+        logs.resolve("broker.log")));
     bootstrap = brokerProcess.awaitLine("BOOTSTRAP=", Duration.ofSeconds(90)).substring("BOOTSTRAP=".length());
     db = Postgres.shared().createDatabase("cluster_it");
     db.installSchema();
@@ -88,8 +102,10 @@ class ClusterFailoverIT {
 
   private void startNode(int i) {
     List<String> seeds = List.of("127.0.0.1:" + ports[0], "127.0.0.1:" + ports[1], "127.0.0.1:" + ports[2]);
-    nodes[i] = track(JvmProcess.start("node" + i, Main.class.getName(),
-        LedgerNode.commandLine(bootstrap, TOPIC, GROUP, db, ports[i], seeds), logs.resolve("node" + i + ".log")));
+    List<String> args = new ArrayList<>(LedgerNode.commandLine(bootstrap, TOPIC, GROUP, db, ports[i], seeds));
+    args.addAll(List.of("--outbox-topic", CREDITED));
+    nodes[i] = track(JvmProcess.start("node" + i, List.of(STORE_EVERY), Main.class.getName(), args,
+        logs.resolve("node" + i + ".log")));
   }
 
   /** Produces {@code count} payments with unique ids at about {@code perSecond}, round-robin over partitions. */
@@ -130,23 +146,29 @@ class ClusterFailoverIT {
 
   /** Credits per offset for every partition, read from the journal. */
   private Map<Integer, Map<Long, Integer>> journal() throws Exception {
+    Map<Integer, Map<Long, Integer>> out = new TreeMap<>();
+    forEachEvent(GROUP, TOPIC, (p, e) -> out.computeIfAbsent(p, k -> new TreeMap<>())
+        .merge(((Credited) e).offset(), 1, Integer::sum));
+    for (int p = 0; p < PARTITIONS; p++) {
+      out.putIfAbsent(p, new TreeMap<>());
+    }
+    return out;
+  }
+
+  /** Every user event journaled by the actors of (group, topic), with its partition. */
+  private void forEachEvent(String group, String topic, java.util.function.BiConsumer<Integer, Object> onEvent)
+      throws Exception {
     ActorSystem<Void> reader = ActorSystem.create(Behaviors.empty(), "reader",
         db.pekkoConfig().withFallback(ConfigFactory.load()));
     try {
       JdbcReadJournal journal = PersistenceQuery.get(reader)
           .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
-      Map<Integer, Map<Long, Integer>> out = new TreeMap<>();
       for (int p = 0; p < PARTITIONS; p++) {
-        Map<Long, Integer> credits = new TreeMap<>();
-        journal.currentEventsByPersistenceId(new PartitionId(GROUP, TOPIC, p).persistenceId(), 0, Long.MAX_VALUE)
-            .runForeach(env -> {
-              for (Object e : ((BatchEvent) env.event()).events()) {
-                credits.merge(((Credited) e).offset(), 1, Integer::sum);
-              }
-            }, reader).toCompletableFuture().get(60, TimeUnit.SECONDS);
-        out.put(p, credits);
+        int partition = p;
+        journal.currentEventsByPersistenceId(new PartitionId(group, topic, p).persistenceId(), 0, Long.MAX_VALUE)
+            .runForeach(env -> ((BatchEvent) env.event()).events().forEach(e -> onEvent.accept(partition, e)), reader)
+            .toCompletableFuture().get(60, TimeUnit.SECONDS);
       }
-      return out;
     } finally {
       reader.terminate();
       reader.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -256,5 +278,104 @@ class ClusterFailoverIT {
     assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
     System.out.println("zombie: fenced writes seen " + fencedWrites() + ", zombie told it was downed: "
         + nodes[2].countLines("has been downed"));
+  }
+
+  /** Pipeline B: counts the ledger's announcements, deduplicating by the default business key. */
+  static final class CreditCounter extends PartitionActor<Payment, Long, String> {
+    CreditCounter(PartitionContext context) {
+      super(context);
+    }
+
+    @Override
+    protected Long emptyState() {
+      return 0L;
+    }
+
+    @Override
+    protected Effects<String> onRecord(Long count, Inbound<Payment> in) {
+      return Effects.persist(in.value().paymentId());
+    }
+
+    @Override
+    protected Long applyEvent(Long count, String paymentId) {
+      return count + 1;
+    }
+    // businessKey() not overridden: the outbox relay's fencepost.outbox-id header is the key
+  }
+
+  @Test
+  void outboxRecordsOfAKilledNodeArePublishedAgainAndDroppedDownstreamByTheirId() throws Exception {
+    int port = FreePorts.next();
+    ActorSystem<Void> downstream = ActorSystem.create(Behaviors.empty(), "downstream",
+        ClusterNodes.node("downstream", port, List.of())
+            .withFallback(db.pekkoConfig()).withFallback(ConfigFactory.load()));
+    try {
+      ClusterNodes.joinSelf(downstream, Duration.ofSeconds(30));
+      Pipeline b = KafkaPipeline.create(downstream, CreditCounter::new, new PaymentJson(),
+          PipelineSettings.create(downstream, "mirror").withBootstrapServers(bootstrap)
+              .withTopics(List.of(CREDITED)).withGroupId("mirror")).start();
+      AtomicLongArray produced = new AtomicLongArray(PARTITIONS);
+      Thread producer = producer(0, 24_000, 1_200, produced);   // ~20 s of traffic
+      Thread.sleep(6_000);
+      nodes[2].kill();                                           // SIGKILL while its relays publish
+      producer.join();
+      assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
+      long payments = 0;
+      for (int p = 0; p < PARTITIONS; p++) {
+        payments += produced.get(p);
+      }
+      long published = awaitConsumed(b, Duration.ofMinutes(3));
+      long applied = 0;
+      long droppedByKey = 0;
+      for (PartitionView v : b.status().toCompletableFuture().get(30, TimeUnit.SECONDS)) {
+        applied += v.appliedRecords();
+        droppedByKey += v.droppedByKey();
+      }
+      Map<String, Integer> perPayment = new HashMap<>();
+      forEachEvent("mirror", CREDITED, (p, e) -> perPayment.merge((String) e, 1, Integer::sum));
+      long republished = published - payments;
+      System.out.printf("outbox: %d payments, %d records in [%s] (%d published again after the kill), B applied %d "
+          + "and dropped %d by outbox id%n", payments, published, CREDITED, republished, applied, droppedByKey);
+      assertEquals(payments, perPayment.size(), "distinct payments B applied");
+      assertEquals(Map.of(), perPayment.entrySet().stream().filter(en -> en.getValue() != 1)
+          .collect(java.util.stream.Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue)), "payments B doubled");
+      assertEquals(payments, applied);
+      assertTrue(republished > 0, "the killed node's relays had published past their stored position");
+      assertEquals(republished, droppedByKey, "every re-published copy dropped by B by its outbox id");
+    } finally {
+      downstream.terminate();
+      downstream.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /** Waits until B's stored offsets reach the end of every partition of the outbox topic, stable for 5 s. */
+  private long awaitConsumed(Pipeline b, Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    long lastEnd = -1;
+    long stableSince = System.nanoTime();
+    try (var consumer = new org.apache.kafka.clients.consumer.KafkaConsumer<byte[], byte[]>(
+        Map.of("bootstrap.servers", bootstrap), new org.apache.kafka.common.serialization.ByteArrayDeserializer(),
+        new org.apache.kafka.common.serialization.ByteArrayDeserializer())) {
+      List<org.apache.kafka.common.TopicPartition> tps = new ArrayList<>();
+      for (int p = 0; p < PARTITIONS; p++) {
+        tps.add(new org.apache.kafka.common.TopicPartition(CREDITED, p));
+      }
+      while (System.nanoTime() < deadline) {
+        long end = consumer.endOffsets(tps).values().stream().mapToLong(Long::longValue).sum();
+        long stored = 0;
+        for (PartitionView v : b.status().toCompletableFuture().get(30, TimeUnit.SECONDS)) {
+          stored += v.nextOffset().orElse(0);
+        }
+        if (end != lastEnd) {
+          lastEnd = end;
+          stableSince = System.nanoTime();
+        }
+        if (stored == end && System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(5)) {
+          return end;
+        }
+        Thread.sleep(1000);
+      }
+      throw new AssertionError("B did not consume the outbox topic within " + timeout + " (end " + lastEnd + ")");
+    }
   }
 }

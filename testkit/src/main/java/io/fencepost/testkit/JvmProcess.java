@@ -32,10 +32,17 @@ public final class JvmProcess implements AutoCloseable {
    * Java as this one); standard output and error go to {@code log} (appended).
    */
   public static JvmProcess start(String name, String mainClass, List<String> args, Path log) {
+    return start(name, List.of(), mainClass, args, log);
+  }
+
+  /** {@link #start(String, String, List, Path)} with extra JVM options (e.g. {@code -Dkey=value}) before the class. */
+  public static JvmProcess start(String name, List<String> jvmOptions, String mainClass, List<String> args,
+      Path log) {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx512m");
     cmd.add("-XX:+UseSerialGC");
+    cmd.addAll(jvmOptions);
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(mainClass);

@@ -1,0 +1,96 @@
+package io.fencepost.kafka;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigValue;
+import io.fencepost.errors.SettingsException;
+import io.fencepost.kafka.internal.ProducerSafety;
+
+/**
+ * The outbox relay of one pipeline ({@code fencepost.pipelines.<name>.outbox}, falling back to
+ * {@code fencepost.pipeline.outbox}): it publishes the records handlers wrote to the outbox
+ * ({@link io.fencepost.Effects#andPublish}) from the journal to Kafka, at least once, and stores how
+ * far it got in the journal's durable-state store.
+ *
+ * @param enabled whether this pipeline runs a relay for each partition it owns
+ * @param pollInterval how often an idle relay looks for new outbox records (a batch that wrote some
+ *     wakes it at once)
+ * @param storePositionEvery the longest time between two stores of the relay's position; records
+ *     published since the last store are published again after a crash (downstream drops them by
+ *     their {@link io.fencepost.OutboxRecord#ID_HEADER})
+ * @param maxEntriesPerRound journal entries read per round
+ * @param readJournalPluginId the Pekko persistence query plugin that reads the journal
+ * @param durableStatePluginId where positions are stored; empty: {@code pekko.persistence.state.plugin}
+ * @param producer pass-through properties of the relay's producer (validated like every framework
+ *     producer: idempotence cannot be switched off)
+ */
+public record OutboxSettings(boolean enabled, Duration pollInterval, Duration storePositionEvery,
+    int maxEntriesPerRound, String readJournalPluginId, String durableStatePluginId, Map<String, String> producer) {
+
+  public OutboxSettings {
+    Objects.requireNonNull(readJournalPluginId, "readJournalPluginId");
+    Objects.requireNonNull(durableStatePluginId, "durableStatePluginId");
+    producer = Map.copyOf(producer);
+  }
+
+  /** Reads and validates the {@code outbox} block of a pipeline section; {@code path} names it in errors. */
+  static OutboxSettings fromSection(Config outbox, String path) {
+    String key = null;
+    try {
+      key = "enabled";
+      boolean enabled = outbox.getBoolean(key);
+      key = "poll-interval";
+      Duration poll = positive(path + "." + key, outbox.getDuration(key));
+      key = "store-position-every";
+      Duration store = positive(path + "." + key, outbox.getDuration(key));
+      key = "max-entries-per-round";
+      int max = outbox.getInt(key);
+      if (max <= 0) {
+        throw new SettingsException(path + "." + key, max, "must be > 0");
+      }
+      key = "read-journal-plugin-id";
+      String readJournal = outbox.getString(key);
+      if (readJournal.isBlank()) {
+        throw new SettingsException(path + "." + key, readJournal,
+            "must name a Pekko persistence query plugin, e.g. jdbc-read-journal");
+      }
+      key = "durable-state-plugin-id";
+      String state = outbox.getString(key);
+      key = "producer-kafka-clients";
+      Map<String, String> producer = new TreeMap<>();
+      for (Map.Entry<String, ConfigValue> e : outbox.getConfig(key).entrySet()) {
+        producer.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
+      }
+      ProducerSafety.check(producer, path + "." + key);
+      return new OutboxSettings(enabled, poll, store, max, readJournal, state, producer);
+    } catch (ConfigException.WrongType | ConfigException.BadValue e) {
+      throw new SettingsException(path + "." + key, "?", "has the wrong type or format (" + e.getMessage() + ")");
+    } catch (ConfigException.Missing e) {
+      throw new SettingsException(path + "." + key, "missing", "must be set (see reference.conf)");
+    }
+  }
+
+  private static Duration positive(String key, Duration v) {
+    if (v.isZero() || v.isNegative()) {
+      throw new SettingsException(key, v, "must be > 0");
+    }
+    return v;
+  }
+
+  /** A copy with the relay switched on or off. */
+  public OutboxSettings withEnabled(boolean value) {
+    return new OutboxSettings(value, pollInterval, storePositionEvery, maxEntriesPerRound, readJournalPluginId,
+        durableStatePluginId, producer);
+  }
+
+  /** A copy storing the relay's position at most this often. */
+  public OutboxSettings withStorePositionEvery(Duration value) {
+    return new OutboxSettings(enabled, pollInterval, positive("outbox.store-position-every", value),
+        maxEntriesPerRound, readJournalPluginId, durableStatePluginId, producer);
+  }
+}
