@@ -35,6 +35,8 @@ class PipelineSettingsTest {
     assertEquals(Duration.ofMillis(20), s.maxBatchLatency());
     assertEquals(DeliveryMode.AT_LEAST_ONCE, s.partitionActor().deliveryMode());
     assertEquals(1_000_000, s.partitionActor().keyWindowMaxKeys(), "other actor keys fall back to fencepost.partition-actor");
+    assertEquals(false, s.outbox().enabled(), "the outbox relay is off unless asked for");
+    assertEquals(Duration.ofSeconds(1), s.outbox().storePositionEvery());
   }
 
   @ParameterizedTest
@@ -47,7 +49,14 @@ class PipelineSettingsTest {
       "fencepost.pipelines.ledger.retry-backoff.max = 1ms | fencepost.pipelines.ledger.retry-backoff.max | must be >= retry-backoff.min",
       "fencepost.pipelines.ledger.topics = [\" \"] | fencepost.pipelines.ledger.topics | must hold non-empty topic names",
       "fencepost.pipelines.ledger.partition-actor.snapshot-every = 0 | fencepost.pipelines.ledger.partition-actor.snapshot-every | must be > 0",
-      "fencepost.pipelines.ledger.commit.max-interval = soon | fencepost.pipelines.ledger.commit.max-interval | wrong type"})
+      "fencepost.pipelines.ledger.commit.max-interval = soon | fencepost.pipelines.ledger.commit.max-interval | wrong type",
+      "fencepost.pipelines.ledger.outbox.producer-kafka-clients.\"enable.idempotence\" = false | fencepost.pipelines.ledger.outbox.producer-kafka-clients.enable.idempotence | must be true",
+      "fencepost.pipelines.ledger.outbox.producer-kafka-clients.acks = 1 | fencepost.pipelines.ledger.outbox.producer-kafka-clients.acks | must be all",
+      "fencepost.pipelines.ledger.outbox.producer-kafka-clients.\"max.in.flight.requests.per.connection\" = 6 | fencepost.pipelines.ledger.outbox.producer-kafka-clients.max.in.flight.requests.per.connection | between 1 and 5",
+      "fencepost.pipelines.ledger.outbox.producer-kafka-clients.\"transactional.id\" = t1 | fencepost.pipelines.ledger.outbox.producer-kafka-clients.transactional.id | must not be set",
+      "fencepost.pipelines.ledger.outbox.store-position-every = 0s | fencepost.pipelines.ledger.outbox.store-position-every | must be > 0",
+      "fencepost.pipelines.ledger.outbox.read-journal-plugin-id = \"\" | fencepost.pipelines.ledger.outbox.read-journal-plugin-id | must name a Pekko persistence query plugin",
+      "fencepost.pipelines.ledger.partition-actor.external-call.timeout = 0s | fencepost.pipelines.ledger.partition-actor.external-call.timeout | must be > 0"})
   void weakeningOrInvalidSettingsAreRefusedNamingTheKey(String override, String key, String rule) {
     SettingsException e = assertThrows(SettingsException.class,
         () -> PipelineSettings.create(with(VALID + override), "ledger"));

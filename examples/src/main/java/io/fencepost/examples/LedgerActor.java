@@ -15,6 +15,7 @@ import io.fencepost.PartitionContext;
  * <p>With an outbox topic, each credit is also announced on that topic (same JSON wire format,
  * keyed by merchant) through the outbox: journaled with the credit, published by the relay.
  */
+// snippet: ledger-actor
 public final class LedgerActor extends PartitionActor<Payment, Ledger, Credited> {
 
   private static final PaymentJson JSON = new PaymentJson();
@@ -36,12 +37,14 @@ public final class LedgerActor extends PartitionActor<Payment, Ledger, Credited>
     return Ledger.EMPTY;
   }
 
+  // snippet: outbox-publish
   @Override
   protected Effects<Credited> onRecord(Ledger ledger, Inbound<Payment> in) {
     Payment p = in.value();
     Effects<Credited> credit = Effects.persist(new Credited(p.merchantId(), p.amountCents(), p.paymentId(), in.offset()));
     return outboxTopic.map(topic -> credit.andPublish(topic, p.merchantId(), JSON.serialize(topic, p))).orElse(credit);
   }
+  // end-snippet: outbox-publish
 
   @Override
   protected Ledger applyEvent(Ledger ledger, Credited e) {
@@ -54,3 +57,4 @@ public final class LedgerActor extends PartitionActor<Payment, Ledger, Credited>
     return header.isPresent() ? header : Optional.of(in.value().paymentId());
   }
 }
+// end-snippet: ledger-actor

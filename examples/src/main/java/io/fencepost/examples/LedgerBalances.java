@@ -44,6 +44,7 @@ public final class LedgerBalances {
     for (int p = 0; p < partitions; p++) {
       pids.add(new PartitionId(group, topic, p).persistenceId());
     }
+    // snippet: read-model
     return JdbcProjection.create(system, "ledger-balances", db, pids, (tx, batch) -> {
       try (PreparedStatement st = tx.prepareStatement("UPDATE ledger_balances SET balance_cents = balance_cents + ?, "
           + "payments = payments + 1 WHERE merchant_id = ?");
@@ -61,6 +62,7 @@ public final class LedgerBalances {
         }
       }
     }).installSchema();
+    // end-snippet: read-model
   }
 
   /** Sums over the table. */

@@ -60,6 +60,7 @@ public final class LedgerNode implements AutoCloseable {
         .withFallback(ConfigFactory.defaultReference())
         .resolve();
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
+    // snippet: start-pipeline
     PipelineSettings settings = PipelineSettings.create(system, "ledger")
         .withBootstrapServers(bootstrap)
         .withTopics(List.of(topic))
@@ -69,7 +70,27 @@ public final class LedgerNode implements AutoCloseable {
     }
     Pipeline pipeline = KafkaPipeline.create(system, ctx -> new LedgerActor(ctx, outboxTopic), new PaymentJson(),
         settings).start();
+    // end-snippet: start-pipeline
     return new LedgerNode(system, pipeline);
+  }
+
+  /**
+   * Keeps {@code ledger_balances} up to date from this node, once a second, until the node stops.
+   * Every node may do it: the projection's conditional position applies each batch once.
+   */
+  public void startReadModel(JournalDatabase journal, String bootstrap, String topic, String group) {
+    int partitions;
+    try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(
+        Map.of("bootstrap.servers", bootstrap))) {
+      partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, java.util.concurrent.TimeUnit.SECONDS)
+          .get(topic).partitions().size();
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot read the partition count of [" + topic + "]: " + e, e);
+    }
+    LedgerBalances.installSchema(journal);
+    io.fencepost.jdbc.JdbcProjection projection = LedgerBalances.projection(system, journal, group, topic, partitions)
+        .start(java.time.Duration.ofSeconds(1));
+    system.getWhenTerminated().thenRun(projection::close);
   }
 
   public ActorSystem<Void> system() {
@@ -116,7 +137,9 @@ public final class LedgerNode implements AutoCloseable {
           .value("seeds", "host:port,...", "FENCEPOST_SEEDS", null, "seed nodes; default this node alone")
           .value("outbox-topic", "name", "FENCEPOST_OUTBOX_TOPIC", null,
               "announce every credit on this topic through the outbox (relay on); default none")
-          .bool("install-schema", "create the journal tables if they are missing");
+          .bool("install-schema", "create the journal tables if they are missing")
+          .bool("read-model", "also keep the ledger_balances SQL table in the journal database (exactly once; "
+              + "safe on every node)");
       if (!flags.parse(args)) {
         return 0;
       }
@@ -133,6 +156,9 @@ public final class LedgerNode implements AutoCloseable {
           .orElse(List.of());
       LedgerNode node = start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
           flags.require("host"), port, seeds, flags.get("outbox-topic"));
+      if (flags.isSet("read-model")) {
+        node.startReadModel(journal, flags.require("bootstrap"), flags.require("topic"), flags.require("group"));
+      }
       System.out.println("READY " + node.system().address());
       System.out.flush();
       node.system().getWhenTerminated().toCompletableFuture().get();

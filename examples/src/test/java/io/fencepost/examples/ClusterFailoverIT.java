@@ -281,6 +281,7 @@ class ClusterFailoverIT {
   }
 
   /** Pipeline B: counts the ledger's announcements, deduplicating by the default business key. */
+  // snippet: outbox-downstream
   static final class CreditCounter extends PartitionActor<Payment, Long, String> {
     CreditCounter(PartitionContext context) {
       super(context);
@@ -302,6 +303,7 @@ class ClusterFailoverIT {
     }
     // businessKey() not overridden: the outbox relay's fencepost.outbox-id header is the key
   }
+  // end-snippet: outbox-downstream
 
   @Test
   void outboxRecordsOfAKilledNodeArePublishedAgainAndDroppedDownstreamByTheirId() throws Exception {

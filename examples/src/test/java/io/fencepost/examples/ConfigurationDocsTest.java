@@ -21,12 +21,7 @@ import org.junit.jupiter.api.Test;
 class ConfigurationDocsTest {
 
   private static Path repoFile(String relative) {
-    Path here = Path.of("").toAbsolutePath();
-    while (here != null && !Files.exists(here.resolve(".ci"))) {
-      here = here.getParent();
-    }
-    assertTrue(here != null, "repository root not found above " + Path.of("").toAbsolutePath());
-    return here.resolve(relative);
+    return RepoFiles.of(relative);
   }
 
   private static void collect(String prefix, ConfigObject object, List<String> out) {
