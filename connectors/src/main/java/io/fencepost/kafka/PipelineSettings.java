@@ -129,6 +129,11 @@ public final class PipelineSettings {
           "must not be set here; use " + p + "group-id");
     }
     this.partitionActor = Objects.requireNonNull(partitionActor, "partitionActor");
+    if (partitionActor.callTimeout().compareTo(askTimeout) >= 0) {
+      throw new SettingsException(p + "partition-actor.external-call.timeout", partitionActor.callTimeout(),
+          "must be shorter than ask-timeout [" + askTimeout + "]: a batch waiting for its external call would "
+              + "time out and be resent while the call runs");
+    }
   }
 
   /**

@@ -56,7 +56,8 @@ class PipelineSettingsTest {
       "fencepost.pipelines.ledger.outbox.producer-kafka-clients.\"transactional.id\" = t1 | fencepost.pipelines.ledger.outbox.producer-kafka-clients.transactional.id | must not be set",
       "fencepost.pipelines.ledger.outbox.store-position-every = 0s | fencepost.pipelines.ledger.outbox.store-position-every | must be > 0",
       "fencepost.pipelines.ledger.outbox.read-journal-plugin-id = \"\" | fencepost.pipelines.ledger.outbox.read-journal-plugin-id | must name a Pekko persistence query plugin",
-      "fencepost.pipelines.ledger.partition-actor.external-call.timeout = 0s | fencepost.pipelines.ledger.partition-actor.external-call.timeout | must be > 0"})
+      "fencepost.pipelines.ledger.partition-actor.external-call.timeout = 0s | fencepost.pipelines.ledger.partition-actor.external-call.timeout | must be > 0",
+      "fencepost.pipelines.ledger.partition-actor.external-call.timeout = 1h | fencepost.pipelines.ledger.partition-actor.external-call.timeout | must be shorter than ask-timeout"})
   void weakeningOrInvalidSettingsAreRefusedNamingTheKey(String override, String key, String rule) {
     SettingsException e = assertThrows(SettingsException.class,
         () -> PipelineSettings.create(with(VALID + override), "ledger"));
