@@ -115,7 +115,11 @@ public final class JournalDatabase {
         "jdbc-journal.use-shared-db = \"slick\"",
         "jdbc-snapshot-store.use-shared-db = \"slick\"",
         "jdbc-read-journal.use-shared-db = \"slick\"",
-        "jdbc-durable-state-store.use-shared-db = \"slick\"");
+        "jdbc-durable-state-store.use-shared-db = \"slick\"",
+        // After an outage, try the database again within seconds: Pekko's defaults keep the
+        // journal's breaker open 30 s and the snapshot store's 60 s (recovery reads snapshots first).
+        "jdbc-journal.circuit-breaker.reset-timeout = 5s",
+        "jdbc-snapshot-store.circuit-breaker.reset-timeout = 5s");
     return ConfigFactory.parseString(plugins)
         .withValue("pekko-persistence-jdbc.shared-databases.slick", db.root());
   }
