@@ -25,12 +25,15 @@ import io.fencepost.testkit.ClusterNodes;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -245,6 +248,100 @@ class KafkaPipelineIT {
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /** Publishes each payment's id to {@code <topic>-out} through the outbox. */
+  static final class Forwarder extends PartitionActor<TestLedger.Payment, Long, String> {
+    Forwarder(PartitionContext context) {
+      super(context);
+    }
+
+    @Override
+    protected Long emptyState() {
+      return 0L;
+    }
+
+    @Override
+    protected Effects<String> onRecord(Long count, Inbound<TestLedger.Payment> in) {
+      TestLedger.Payment p = in.value();
+      return Effects.persist(p.paymentId()).andPublish(in.partition().topic() + "-out", p.merchant(), p.paymentId());
+    }
+
+    @Override
+    protected Long applyEvent(Long count, String paymentId) {
+      return count + 1;
+    }
+  }
+
+  @Test
+  void theOutboxRelayResumesFromItsStoredPositionAfterARestartPublishingEachRecordOnce() throws Exception {
+    String in = KafkaBroker.uniqueName("relay");
+    String out = in + "-out";
+    broker.createTopic(in, 2);
+    broker.createTopic(out, 2);
+    String group = KafkaBroker.uniqueName("relay-group");
+    for (int run = 0; run < 2; run++) {
+      ActorSystem<Void> system = node("relay" + run, postgres);
+      try {
+        PipelineSettings s = settings(system, "relay", in).withGroupId(group);
+        s = s.withOutbox(s.outbox().withEnabled(true).withStorePositionEvery(Duration.ofMillis(100)));
+        KafkaPipeline.create(system, Forwarder::new, new PaymentDeserializer(), s).start();
+        produceTo(broker, in, 2, 300, "run" + run + "-");
+        awaitStableEnd(out, 300L * (run + 1), Duration.ofSeconds(90));
+      } finally {
+        system.terminate();   // graceful: the pipeline drains, the relays store their positions
+        system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      }
+    }
+    Map<String, Integer> ids = new HashMap<>();
+    Map<String, Integer> payments = new HashMap<>();
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p, new StringDeserializer(),
+        new StringDeserializer())) {
+      List<TopicPartition> tps = List.of(new TopicPartition(out, 0), new TopicPartition(out, 1));
+      consumer.assign(tps);
+      long end = consumer.endOffsets(tps).values().stream().mapToLong(Long::longValue).sum();
+      int read = 0;
+      while (read < end) {
+        for (var r : consumer.poll(Duration.ofSeconds(1))) {
+          ids.merge(new String(r.headers().lastHeader(OutboxRecord.ID_HEADER).value(), StandardCharsets.UTF_8), 1,
+              Integer::sum);
+          payments.merge(r.value(), 1, Integer::sum);
+          read++;
+        }
+      }
+    }
+    assertEquals(600, payments.size(), "distinct payments published");
+    assertTrue(payments.values().stream().allMatch(n -> n == 1), "no payment published twice: " + payments.size());
+    assertEquals(600, ids.size(), "distinct outbox ids");
+  }
+
+  /** Waits until the topic's end offsets sum to at least {@code expected} and stay there 3 s; asserts exactly it. */
+  private static void awaitStableEnd(String topic, long expected, Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try (Admin admin = broker.admin()) {
+      long stableSince = 0;
+      long last = -1;
+      while (System.nanoTime() < deadline) {
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> specs = new HashMap<>();
+        for (var tp : admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions()) {
+          specs.put(new TopicPartition(topic, tp.partition()), org.apache.kafka.clients.admin.OffsetSpec.latest());
+        }
+        long end = admin.listOffsets(specs).all().get().values().stream().mapToLong(i -> i.offset()).sum();
+        if (end != last) {
+          last = end;
+          stableSince = System.nanoTime();
+        }
+        if (end >= expected && System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(3)) {
+          assertEquals(expected, end, "records in " + topic);
+          return;
+        }
+        Thread.sleep(250);
+      }
+      throw new AssertionError(topic + " reached " + last + " records, expected " + expected + " within " + timeout);
     }
   }
 }

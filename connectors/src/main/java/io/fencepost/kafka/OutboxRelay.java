@@ -18,6 +18,7 @@ import org.apache.kafka.common.utils.Utils;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
@@ -90,9 +91,16 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     this.blocking = system.dispatchers().lookup(DispatcherSelector.blocking());
   }
 
+  /**
+   * The relay of one partition. A failed position store (database down, or a revision conflict with a
+   * stale relay of the same partition on another node) restarts it with backoff; it then recovers the
+   * stored position and publishes from there again.
+   */
   static Behavior<Command> create(PartitionId partition, OutboxSettings settings, Producer<byte[], byte[]> producer) {
-    return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new OutboxRelay(ctx, timers, partition, settings,
-        producer)));
+    Behavior<Command> relay = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new OutboxRelay(ctx, timers,
+        partition, settings, producer)));
+    return Behaviors.supervise(relay).onFailure(SupervisorStrategy.restartWithBackoff(
+        java.time.Duration.ofSeconds(1), java.time.Duration.ofSeconds(30), 0.2));
   }
 
   @Override
