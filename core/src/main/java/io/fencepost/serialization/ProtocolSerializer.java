@@ -43,6 +43,7 @@ public final class ProtocolSerializer extends BinarySerializer {
   private static final String STATUS_QUERY = "Q1";
   private static final String STOP = "X1";
   private static final String APPLIED = "O3";
+  private static final String APPLIED_V2 = "O2";   // before outbox counts; still read (rolling upgrades)
   private static final String REJECTED = "R2";
   private static final String STATUS = "S2";
 
@@ -177,6 +178,9 @@ public final class ProtocolSerializer extends BinarySerializer {
       case APPLIED:
         return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
             in.readBoolean(), in.readInt(), in.readInt());
+      case APPLIED_V2:
+        return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
+            in.readBoolean(), in.readInt(), 0);
       case REJECTED: {
         PartitionId p = readPartition(in);
         int kind = in.readByte();
