@@ -155,6 +155,29 @@ class ClusterFailoverIT {
     return out;
   }
 
+  /** One line per journal entry of a ledger partition (diagnosis of a failed assertion). */
+  private String describeJournal(int partition) throws Exception {
+    StringBuilder out = new StringBuilder();
+    ActorSystem<Void> reader = ActorSystem.create(Behaviors.empty(), "describer",
+        db.pekkoConfig().withFallback(ConfigFactory.load()));
+    try {
+      PersistenceQuery.get(reader).getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier())
+          .currentEventsByPersistenceId(new PartitionId(GROUP, TOPIC, partition).persistenceId(), 0, Long.MAX_VALUE)
+          .runForeach(env -> {
+            BatchEvent e = (BatchEvent) env.event();
+            long minCredit = e.events().stream().mapToLong(x -> ((Credited) x).offset()).min().orElse(-1);
+            long maxCredit = e.events().stream().mapToLong(x -> ((Credited) x).offset()).max().orElse(-1);
+            out.append(String.format("  #%d %s offsets [%d..%d) applied %d byKey %d credits %d [%d..%d] dead %d%n",
+                env.sequenceNr(), e.incarnation().substring(0, 8), e.fromOffset(), e.nextOffset(), e.applied(),
+                e.droppedByKey(), e.events().size(), minCredit, maxCredit, e.deadLetters().size()));
+          }, reader).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    } finally {
+      reader.terminate();
+      reader.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+    return out.toString();
+  }
+
   /** Every user event journaled by the actors of (group, topic), with its partition. */
   private void forEachEvent(String group, String topic, java.util.function.BiConsumer<Integer, Object> onEvent)
       throws Exception {
@@ -193,6 +216,10 @@ class ClusterFailoverIT {
         }
       });
       assertEquals(Map.of(), doubled, "offsets credited more than once on partition " + p);
+      if (produced.get(p) != credits.size()) {
+        System.out.println("partition " + p + ": " + credits.size() + " offsets credited of " + produced.get(p)
+            + "; its journal entries:\n" + describeJournal(p));
+      }
       assertEquals(produced.get(p), credits.size(), "offsets credited on partition " + p);
       for (long o = 0; o < produced.get(p); o++) {
         assertTrue(credits.containsKey(o), "offset " + o + " of partition " + p + " never credited");
