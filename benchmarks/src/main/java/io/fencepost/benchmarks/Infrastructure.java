@@ -50,9 +50,8 @@ final class Infrastructure implements AutoCloseable {
 
   /**
    * Starts the broker, with its log in memory ({@value #TMPFS}) where there is such a file system,
-   * and PostgreSQL (on disk). On one disk, the kernel's write-back of the broker's log stalled
-   * PostgreSQL's fsyncs (and so the journal writes) for up to two seconds; a broker on its own
-   * machine, as in production, does not compete for the database's disk.
+   * and PostgreSQL (on disk): the kernel's write-back of the broker's log must not compete with
+   * PostgreSQL's fsyncs on the one disk, as it would not with a broker on its own machine.
    */
   static Infrastructure start() throws IOException {
     Path tmpfs = Path.of(TMPFS);

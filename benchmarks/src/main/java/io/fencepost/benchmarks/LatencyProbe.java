@@ -22,10 +22,6 @@ final class LatencyProbe {
     this.warmup = warmup;
   }
 
-  Duration warmup() {
-    return warmup;
-  }
-
   /** A recorder for a peer that measures latency itself; its timer is the one read. */
   Latency.Recorder recorder() {
     Latency.Recorder recorder = new Latency.Recorder();

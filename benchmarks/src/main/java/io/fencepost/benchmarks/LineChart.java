@@ -3,14 +3,17 @@ package io.fencepost.benchmarks;
 import java.util.ArrayList;
 import java.util.List;
 
-/** A line chart as SVG: categories evenly spaced on x, a linear y axis from 0, one line per series. */
+/**
+ * A line chart as SVG: categories evenly spaced on x, a linear y axis from 0, one line per series,
+ * the legend in a row above the plot.
+ */
 final class LineChart {
 
   private static final int WIDTH = 640;
   private static final int HEIGHT = 360;
   private static final int LEFT = 70;
   private static final int RIGHT = 20;
-  private static final int TOP = 40;
+  private static final int TOP = 60;
   private static final int BOTTOM = 55;
   private static final int TICKS = 5;
 
@@ -81,9 +84,9 @@ final class LineChart {
       for (int i = 0; i < xs.size(); i++) {
         svg.circle(xs.get(i), ys.get(i), 3.5, colour);
       }
-      double ly = TOP + 8 + 18 * s;
-      svg.line(LEFT + plotW - 170, ly, LEFT + plotW - 150, ly, colour, 3);
-      svg.text(LEFT + plotW - 144, ly + 4, series.get(s).name(), "start", "");
+      double lx = LEFT + 230 * s;
+      svg.line(lx, TOP - 20, lx + 20, TOP - 20, colour, 3);
+      svg.text(lx + 26, TOP - 16, series.get(s).name(), "start", "");
     }
     return svg.render();
   }

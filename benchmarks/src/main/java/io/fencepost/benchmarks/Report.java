@@ -24,9 +24,9 @@ final class Report {
     for (PeerResult r : results) {
       Outcome t = r.throughput().median();
       DbUsage db = t.database();
-      sb.append(String.format(Locale.ROOT, "| %s | %s | %,d | %,.0f | %s | %.2f | %.1f | %s | %s | %d | %s | %s | %s "
+      sb.append(String.format(Locale.ROOT, "| %s | %s | %,d | %,.0f | %s | %s | %.1f | %s | %s | %d | %s | %s | %s "
           + "| %d | %d |%n", r.peer().description(), r.peer().promise().label(), t.records(), t.rate(),
-          range(r.throughput()), t.rate() / raw, t.rate() / inbox,
+          range(r.throughput()), ratio(t.rate() / raw), t.rate() / inbox,
           r.latency() == null ? "—" : ms(r.latency().latency().p50Ms()),
           r.latency() == null ? "—" : ms(r.latency().latency().p99Ms()), t.peakHeapMib(),
           db == null ? "—" : perRecord(100 * db.rowsWritten(), t.records(), "%.2f"),
@@ -148,6 +148,11 @@ final class Report {
   private static PeerResult find(List<PeerResult> results, String name) {
     return results.stream().filter(r -> r.peer().name().equals(name)).findFirst()
         .orElseThrow(() -> new IllegalStateException("no peer " + name));
+  }
+
+  /** Two decimals, three below 0.1 (so the naive inbox's share of raw is not 0.00). */
+  private static String ratio(double v) {
+    return String.format(Locale.ROOT, v < 0.1 ? "%.3f" : "%.2f", v);
   }
 
   private static String range(Repeated r) {
