@@ -52,6 +52,7 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCommand, BatchEvent, PartitionState<S>> {
 
   private static final Comparator<Inbound<?>> BY_OFFSET = Comparator.comparingLong(Inbound::offset);
+  private static final String CALL_TIMEOUT_KEY = PartitionActorSettings.CONFIG_PATH + ".external-call.timeout";
 
   private final ActorContext<PartitionCommand> ctx;
   private final PartitionContext pc;
@@ -70,7 +71,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private org.apache.pekko.actor.typed.ActorRef<BatchOutcome> pendingReplyTo;
   private long pendingBatchesBefore;
   private long pendingStartNanos;
-  private long[] pendingTimestamps = new long[0];
+  // The records of the batch in flight, for the end-to-end latency metric once it is durable.
+  private List<? extends Inbound<?>> pendingRecords = List.of();
   // at-most-once: the records whose effects run once the offset write is durable
   private List<Inbound<?>> pendingAccepted;
 
@@ -216,7 +218,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingUserState = null;
     pendingOutcome = null;
     pendingReplyTo = null;
-    pendingTimestamps = new long[0];
+    pendingRecords = List.of();
   }
 
   @Override
@@ -443,16 +445,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         List.of());
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), outbox.size());
-    pendingTimestamps = timestamps(sel.fresh);
+    pendingRecords = sel.fresh;
     return persist(state, event, user, outcome, cmd.replyTo());
-  }
-
-  private static long[] timestamps(List<? extends Inbound<?>> records) {
-    long[] out = new long[records.size()];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = records.get(i).timestamp().toEpochMilli();
-    }
-    return out;
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
@@ -463,7 +457,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), 0);
     List<Inbound<?>> accepted = List.copyOf(sel.fresh);
-    pendingTimestamps = timestamps(sel.fresh);
+    pendingRecords = accepted;
     pendingAccepted = accepted;
     pendingEvent = accept;
     pendingUserState = state.user();
@@ -533,7 +527,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private void written(BatchOutcome.Applied outcome) {
     metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
-    metrics.durable(pendingTimestamps);
+    long now = System.currentTimeMillis();
+    for (Inbound<?> record : pendingRecords) {
+      metrics.durable(record.timestamp().toEpochMilli(), now);
+    }
     clearPending();
   }
 
@@ -578,13 +575,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     boolean retriable = cause instanceof FencepostException fe ? fe.isRetriable()
         : cause instanceof java.io.IOException || cause instanceof java.util.concurrent.TimeoutException;
     String message = cause instanceof java.util.concurrent.TimeoutException
-        ? "external call took longer than " + CONFIG_TIMEOUT_KEY + " [" + settings.callTimeout() + "]"
+        ? "external call took longer than " + CALL_TIMEOUT_KEY + " [" + settings.callTimeout() + "]"
         : "external call failed: " + cause.getMessage();
     return new HandlerFailedException(partition.entityId(), record.offset(), retriable, cause.getClass().getName(),
         message, cause);
   }
-
-  private static final String CONFIG_TIMEOUT_KEY = PartitionActorSettings.CONFIG_PATH + ".external-call.timeout";
 
   private FencepostException handlerFailure(Inbound<V> record, RuntimeException e) {
     boolean retriable = e instanceof FencepostException fe && fe.isRetriable();

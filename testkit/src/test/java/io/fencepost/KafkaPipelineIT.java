@@ -24,6 +24,7 @@ import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.testkit.ClusterNodes;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
+import io.fencepost.testkit.Topics;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -322,26 +323,20 @@ class KafkaPipelineIT {
   /** Waits until the topic's end offsets sum to at least {@code expected} and stay there 3 s; asserts exactly it. */
   private static void awaitStableEnd(String topic, long expected, Duration timeout) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();
-    try (Admin admin = broker.admin()) {
-      long stableSince = 0;
-      long last = -1;
-      while (System.nanoTime() < deadline) {
-        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> specs = new HashMap<>();
-        for (var tp : admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions()) {
-          specs.put(new TopicPartition(topic, tp.partition()), org.apache.kafka.clients.admin.OffsetSpec.latest());
-        }
-        long end = admin.listOffsets(specs).all().get().values().stream().mapToLong(i -> i.offset()).sum();
-        if (end != last) {
-          last = end;
-          stableSince = System.nanoTime();
-        }
-        if (end >= expected && System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(3)) {
-          assertEquals(expected, end, "records in " + topic);
-          return;
-        }
-        Thread.sleep(250);
+    long stableSince = 0;
+    long last = -1;
+    while (System.nanoTime() < deadline) {
+      long end = Topics.recordCount(broker.bootstrapServers(), topic);
+      if (end != last) {
+        last = end;
+        stableSince = System.nanoTime();
       }
-      throw new AssertionError(topic + " reached " + last + " records, expected " + expected + " within " + timeout);
+      if (end >= expected && System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(3)) {
+        assertEquals(expected, end, "records in " + topic);
+        return;
+      }
+      Thread.sleep(250);
     }
+    throw new AssertionError(topic + " reached " + last + " records, expected " + expected + " within " + timeout);
   }
 }

@@ -45,9 +45,9 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
       key = "enabled";
       boolean enabled = outbox.getBoolean(key);
       key = "poll-interval";
-      Duration poll = positive(path + "." + key, outbox.getDuration(key));
+      Duration poll = PipelineSettings.positive(path + "." + key, outbox.getDuration(key));
       key = "store-position-every";
-      Duration store = positive(path + "." + key, outbox.getDuration(key));
+      Duration store = PipelineSettings.positive(path + "." + key, outbox.getDuration(key));
       key = "max-entries-per-round";
       int max = outbox.getInt(key);
       if (max <= 0) {
@@ -75,13 +75,6 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
     }
   }
 
-  private static Duration positive(String key, Duration v) {
-    if (v.isZero() || v.isNegative()) {
-      throw new SettingsException(key, v, "must be > 0");
-    }
-    return v;
-  }
-
   /** A copy with the relay switched on or off. */
   public OutboxSettings withEnabled(boolean value) {
     return new OutboxSettings(value, pollInterval, storePositionEvery, maxEntriesPerRound, readJournalPluginId,
@@ -90,7 +83,7 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
 
   /** A copy storing the relay's position at most this often. */
   public OutboxSettings withStorePositionEvery(Duration value) {
-    return new OutboxSettings(enabled, pollInterval, positive("outbox.store-position-every", value),
+    return new OutboxSettings(enabled, pollInterval, PipelineSettings.positive("outbox.store-position-every", value),
         maxEntriesPerRound, readJournalPluginId, durableStatePluginId, producer);
   }
 }

@@ -159,7 +159,7 @@ public final class PipelineSettings {
     return v;
   }
 
-  private static Duration positive(String key, Duration v) {
+  static Duration positive(String key, Duration v) {
     if (v.isZero() || v.isNegative()) {
       throw new SettingsException(key, v, "must be > 0");
     }

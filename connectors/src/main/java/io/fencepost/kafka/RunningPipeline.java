@@ -92,6 +92,7 @@ final class RunningPipeline<V> implements Pipeline {
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
   private final KafkaProducer<byte[], byte[]> outboxProducer;
   private final Map<PartitionId, ActorRef<OutboxRelay.Command>> relays = new ConcurrentHashMap<>();
+  private final AtomicLong relaysStarted = new AtomicLong();
   private final java.util.concurrent.atomic.AtomicBoolean outboxOffWarned = new java.util.concurrent.atomic.AtomicBoolean();
   private volatile Consumer.DrainingControl<Done> control;
   private volatile CompletionStage<Done> stopped;
@@ -737,8 +738,7 @@ final class RunningPipeline<V> implements Pipeline {
       return;
     }
     relays.computeIfAbsent(id, k -> system.systemActorOf(OutboxRelay.create(k, settings.outbox(), outboxProducer),
-        "fencepost-outbox-" + settings.name() + "-" + java.net.URLEncoder.encode(k.entityId(),
-            java.nio.charset.StandardCharsets.UTF_8).replace("%", "_").replace("+", "_") + "-" + System.nanoTime(),
+        "fencepost-outbox-" + settings.name() + "-" + relaysStarted.incrementAndGet(),
         org.apache.pekko.actor.typed.Props.empty()));
   }
 

@@ -52,12 +52,9 @@ public final class PartitionMetrics {
     persistLatency.record(nanos, TimeUnit.NANOSECONDS);
   }
 
-  /** End-to-end latency of each applied record: now minus its timestamp (negative skew counts as 0). */
-  public void durable(long[] recordTimestampsMillis) {
-    long now = System.currentTimeMillis();
-    for (long ts : recordTimestampsMillis) {
-      effectLatency.record(Math.max(0, now - ts), TimeUnit.MILLISECONDS);
-    }
+  /** End-to-end latency of one applied record: its effects are durable now (negative clock skew counts as 0). */
+  public void durable(long recordTimestampMillis, long nowMillis) {
+    effectLatency.record(Math.max(0, nowMillis - recordTimestampMillis), TimeUnit.MILLISECONDS);
   }
 
   public void fenced() {
