@@ -13,6 +13,7 @@ import java.util.UUID;
 import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.RetriableException;
@@ -377,11 +378,52 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }).orElse(-1L);
   }
 
+  /**
+   * The first hole of the batch between the stored next offset and the offset the sender covers from,
+   * or null. (A partition that never stored an offset starts where its first batch starts.)
+   */
+  private OffsetGapException gap(PartitionState<S> state, PartitionCommand.ApplyBatch cmd) {
+    long stored = state.nextOffset();
+    if (stored == PartitionState.NO_OFFSET || cmd.coveredFrom() <= stored) {
+      return null;
+    }
+    java.util.BitSet present = new java.util.BitSet();
+    long last = stored - 1;
+    for (Inbound<?> r : cmd.records()) {
+      last = mark(present, stored, r.offset(), last);
+    }
+    for (DeadLetter d : cmd.deadLetters()) {
+      last = mark(present, stored, d.offset(), last);
+    }
+    long limit = Math.min(last, cmd.coveredFrom() - 1);
+    int missing = present.nextClearBit(0);
+    if (stored + missing > limit) {
+      return null;
+    }
+    int next = present.nextSetBit(missing);
+    return new OffsetGapException(partition.entityId(), stored, stored + missing, stored + next);
+  }
+
+  private static long mark(java.util.BitSet present, long stored, long offset, long last) {
+    if (offset >= stored && offset - stored < Integer.MAX_VALUE) {
+      present.set((int) (offset - stored));
+    }
+    return Math.max(last, offset);
+  }
+
   private ReplyEffect<BatchEvent, PartitionState<S>> onApplyBatch(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd) {
     if (fenced != null) {
       // Batches queued before the Stop must not be written by a losing incarnation.
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, fenced));
+    }
+    OffsetGapException gap = gap(state, cmd);
+    if (gap != null) {
+      // Applying it would move the fencing offset over records nobody applied (seen when a consumer
+      // splits one partition between two streams): refused; the sender proves the holes empty or re-reads.
+      ctx.getLog().warn("[{}] batch refused: stored next offset [{}], the batch lacks offsets [{}..{}]",
+          partition.shortName(), state.nextOffset(), gap.firstMissing(), gap.nextPresent() - 1);
+      return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, gap));
     }
     Selection sel;
     try {

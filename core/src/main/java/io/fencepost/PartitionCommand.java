@@ -18,18 +18,43 @@ public sealed interface PartitionCommand
    * write is durable (or at once, without a write, when every record is a redelivery).
    * {@code deadLetters} are records already published to the dead-letter topic: they are journaled
    * and the offset moves past them, in the same write; a dead letter replaces a record at its offset.
+   *
+   * <p>{@code coveredFrom} is the sender's promise that the batch (records and dead letters) holds
+   * every record of the partition a consumer can read at offsets from {@code coveredFrom} up to its
+   * last offset ({@link Long#MAX_VALUE}: no promise). A partition that stored next offset N refuses
+   * ({@link io.fencepost.errors.OffsetGapException}) a batch that lacks an offset between N and
+   * {@code coveredFrom} below its last offset: applying it would skip records. Offsets in Kafka are
+   * not dense (transaction markers, aborted and compacted records leave holes), so only the sender,
+   * which can read the log, can vouch for a hole.
    */
-  record ApplyBatch(List<Inbound<?>> records, List<DeadLetter> deadLetters, ActorRef<BatchOutcome> replyTo)
-      implements PartitionCommand {
+  record ApplyBatch(List<Inbound<?>> records, List<DeadLetter> deadLetters, long coveredFrom,
+      ActorRef<BatchOutcome> replyTo) implements PartitionCommand {
     public ApplyBatch {
       records = List.copyOf(records);
       deadLetters = List.copyOf(deadLetters);
       Objects.requireNonNull(replyTo, "replyTo");
     }
 
-    /** A batch without dead letters. */
+    /** A batch that vouches for the offsets from its first record (or dead letter) on. */
+    public ApplyBatch(List<Inbound<?>> records, List<DeadLetter> deadLetters, ActorRef<BatchOutcome> replyTo) {
+      this(records, deadLetters, firstOffset(records, deadLetters), replyTo);
+    }
+
+    /** A batch without dead letters that vouches for the offsets from its first record on. */
     public ApplyBatch(List<Inbound<?>> records, ActorRef<BatchOutcome> replyTo) {
       this(records, List.of(), replyTo);
+    }
+
+    /** The lowest offset of the records and dead letters ({@code Long.MAX_VALUE} for an empty batch). */
+    public static long firstOffset(List<Inbound<?>> records, List<DeadLetter> deadLetters) {
+      long first = Long.MAX_VALUE;
+      for (Inbound<?> r : records) {
+        first = Math.min(first, r.offset());
+      }
+      for (DeadLetter d : deadLetters) {
+        first = Math.min(first, d.offset());
+      }
+      return first;
     }
   }
 

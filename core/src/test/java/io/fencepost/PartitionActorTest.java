@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Optional;
 
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.PartitionFencedException;
 import io.micrometer.core.instrument.Metrics;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -145,5 +146,44 @@ class PartitionActorTest {
     PartitionStatus status = probe.receiveMessage();
     assertEquals(503, status.nextOffset().getAsLong());
     assertEquals(3, status.windowKeys());
+  }
+  @Test
+  void aBatchThatWouldSkipOffsetsIsRefusedAndAppliedOnceTheSenderVouchesForTheHole() {
+    ActorRef<PartitionCommand> actor = spawn();
+    apply(actor, records(0, 5));
+    // Records 5..9 went to another stream: a batch starting at 10 must not move the offset past them.
+    BatchOutcome.Rejected gap = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, records(10, 15)));
+    OffsetGapException e = assertInstanceOf(OffsetGapException.class, gap.error());
+    assertEquals(List.of(5L, 5L, 10L), List.of(e.storedNextOffset(), e.firstMissing(), e.nextPresent()));
+    assertTrue(e.getMessage().contains("lacks offsets [5..9]"), e.getMessage());
+    assertEquals(5, status(actor).nextOffset().getAsLong(), "nothing of the refused batch was applied");
+
+    // A hole inside a batch that vouches for nothing (as the pipeline sends them) counts too.
+    List<Inbound<?>> holed = new ArrayList<>(records(5, 8));
+    holed.addAll(records(9, 12));
+    TestProbe<BatchOutcome> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.ApplyBatch(holed, List.of(), Long.MAX_VALUE, probe.ref()));
+    OffsetGapException inside = assertInstanceOf(OffsetGapException.class,
+        assertInstanceOf(BatchOutcome.Rejected.class, probe.receiveMessage()).error());
+    assertEquals(List.of(5L, 8L, 9L), List.of(inside.storedNextOffset(), inside.firstMissing(), inside.nextPresent()));
+    assertEquals(5, status(actor).nextOffset().getAsLong());
+
+    // The log holds nothing readable at 5..9 (say, transaction markers): the sender vouches for it.
+    actor.tell(new PartitionCommand.ApplyBatch(records(10, 15), List.of(), 5, probe.ref()));
+    assertEquals(new BatchOutcome.Applied(partition, 15, 5, 0, 0, true), probe.receiveMessage());
+    // Records below the stored offset are redeliveries, not holes; the rest is dense: applied.
+    assertEquals(new BatchOutcome.Applied(partition, 17, 2, 3, 0, true), apply(actor, records(12, 17)));
+    // Holes above the offset the sender covers from are the sender's promise.
+    List<Inbound<?>> vouched = new ArrayList<>(records(17, 19));
+    vouched.addAll(records(25, 27));
+    actor.tell(new PartitionCommand.ApplyBatch(vouched, List.of(), 17, probe.ref()));
+    assertEquals(new BatchOutcome.Applied(partition, 27, 4, 0, 0, true), probe.receiveMessage());
+    assertEquals(16, status(actor).appliedRecords());
+  }
+
+  private PartitionStatus status(ActorRef<PartitionCommand> actor) {
+    TestProbe<PartitionStatus> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
+    return probe.receiveMessage();
   }
 }

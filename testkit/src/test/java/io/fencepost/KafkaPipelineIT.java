@@ -137,13 +137,22 @@ class KafkaPipelineIT {
   }
 
   static Map<Long, Integer> creditsPerOffset(ActorSystem<?> system, PartitionId partition) throws Exception {
+    Map<Long, Integer> out = new TreeMap<>();
+    for (TestLedger.Credited c : credits(system, partition)) {
+      out.merge(c.offset(), 1, Integer::sum);
+    }
+    return out;
+  }
+
+  /** Every credit journaled for a partition, in journal order. */
+  static List<TestLedger.Credited> credits(ActorSystem<?> system, PartitionId partition) throws Exception {
     JdbcReadJournal journal = PersistenceQuery.get(system)
         .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
-    Map<Long, Integer> out = new TreeMap<>();
+    List<TestLedger.Credited> out = new ArrayList<>();
     journal.currentEventsByPersistenceId(partition.persistenceId(), 0, Long.MAX_VALUE)
         .runForeach(env -> {
           for (Object e : ((BatchEvent) env.event()).events()) {
-            out.merge(((TestLedger.Credited) e).offset(), 1, Integer::sum);
+            out.add((TestLedger.Credited) e);
           }
         }, system).toCompletableFuture().get(60, TimeUnit.SECONDS);
     return out;

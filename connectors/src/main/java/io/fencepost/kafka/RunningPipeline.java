@@ -28,9 +28,11 @@ import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.SettingsException;
 import io.fencepost.kafka.internal.DeadLetterHeaders;
+import io.fencepost.kafka.internal.LogProbe;
 import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -91,6 +93,11 @@ final class RunningPipeline<V> implements Pipeline {
   private final Map<String, Integer> deadLetterPartitions = new ConcurrentHashMap<>();
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
   private final KafkaProducer<byte[], byte[]> outboxProducer;
+  private final LogProbe logProbe;
+  private final java.util.concurrent.Executor blocking;
+  // Streams of one partition running at once on this node: more than one means the consumer
+  // split a partition's records between streams (overlapping rebalances); see partitionFlow.
+  private final Map<TopicPartition, java.util.concurrent.atomic.AtomicInteger> liveStreams = new ConcurrentHashMap<>();
   private final Map<PartitionId, ActorRef<OutboxRelay.Command>> relays = new ConcurrentHashMap<>();
   private final AtomicLong relaysStarted = new AtomicLong();
   private final java.util.concurrent.atomic.AtomicBoolean outboxOffWarned = new java.util.concurrent.atomic.AtomicBoolean();
@@ -141,6 +148,8 @@ final class RunningPipeline<V> implements Pipeline {
             "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients"),
             new ByteArraySerializer(), new ByteArraySerializer())
         : null;
+    this.logProbe = new LogProbe(settings.bootstrapServers(), settings.kafkaClients());
+    this.blocking = system.dispatchers().lookup(org.apache.pekko.actor.typed.DispatcherSelector.blocking());
   }
 
   static GuaranteeStatement guarantee(ActorSystem<?> system, PipelineSettings settings) {
@@ -367,7 +376,8 @@ final class RunningPipeline<V> implements Pipeline {
     Map<String, Address> locations = new HashMap<>();
     for (TopicPartition tp : tps) {
       PartitionId id = partitionId(tp);
-      assigned.put(id, new PartitionProgress());
+      // A partition assigned again before its revocation took effect keeps its running stream and progress.
+      assigned.putIfAbsent(id, new PartitionProgress());
       locations.put(id.entityId(), self);
     }
     log.info("[{}] assigned {}", settings.name(), tps);
@@ -451,7 +461,20 @@ final class RunningPipeline<V> implements Pipeline {
       Source<ConsumerMessage.CommittableMessage<byte[], byte[]>, NotUsed> records) {
     PartitionId id = partitionId(tp);
     PartitionProgress progress = assigned.computeIfAbsent(id, k -> new PartitionProgress());
+    java.util.concurrent.atomic.AtomicInteger live = liveStreams.computeIfAbsent(tp,
+        k -> new java.util.concurrent.atomic.AtomicInteger());
+    if (live.incrementAndGet() > 1) {
+      // pekko-connectors-kafka can emit a second stream for a partition when assignment callbacks
+      // overlap; the consumer then splits the partition's records between them. Neither stream may
+      // skip what the other holds: each batch vouches only for what its stream read (coveredFrom).
+      log.warn("[{}] a second stream for {} started while one still runs (overlapping rebalances); batches that "
+          + "would skip records are refused and the consumer restarts if records stay missing", settings.name(), tp);
+    }
     return records
+        .watchTermination((mat, done) -> {
+          done.whenComplete((d, e) -> live.decrementAndGet());
+          return mat;
+        })
         .groupedWithin(settings.maxBatchRecords(), settings.maxBatchLatency())
         .mapAsync(1, batch -> {
           BatchWork work = new BatchWork(id, progress, batch);
@@ -475,6 +498,11 @@ final class RunningPipeline<V> implements Pipeline {
     final List<Inbound<?>> records = new ArrayList<>();
     final List<DeadLetter> deadLetters = new ArrayList<>();
     final Map<Long, Integer> handlerAttempts = new HashMap<>();
+    final java.util.TreeSet<Long> offsets = new java.util.TreeSet<>();
+    // From which offset on the batch is known to hold every readable record (see ApplyBatch):
+    // nowhere, until the log showed that its holes hold nothing (checkGap).
+    long coveredFrom = Long.MAX_VALUE;
+    int gapChecks;
 
     BatchWork(PartitionId id, PartitionProgress progress, List<ConsumerMessage.CommittableMessage<byte[], byte[]>> batch) {
       this.id = id;
@@ -483,6 +511,7 @@ final class RunningPipeline<V> implements Pipeline {
       for (ConsumerMessage.CommittableMessage<byte[], byte[]> m : batch) {
         ConsumerRecord<byte[], byte[]> r = m.record();
         raw.put(r.offset(), r);
+        offsets.add(r.offset());
         try {
           records.add(toInbound(id, r));
         } catch (RuntimeException e) {
@@ -492,11 +521,11 @@ final class RunningPipeline<V> implements Pipeline {
     }
 
     long first() {
-      return batch.get(0).record().offset();
+      return offsets.first();
     }
 
     long last() {
-      return batch.get(batch.size() - 1).record().offset();
+      return offsets.last();
     }
   }
 
@@ -550,7 +579,7 @@ final class RunningPipeline<V> implements Pipeline {
     }
     CompletionStage<BatchOutcome> reply = AskPattern.ask(region,
         (ActorRef<BatchOutcome> replyTo) -> new ShardingEnvelope<>(work.id.entityId(),
-            new PartitionCommand.ApplyBatch(work.records, work.deadLetters, replyTo)),
+            new PartitionCommand.ApplyBatch(work.records, work.deadLetters, work.coveredFrom, replyTo)),
         settings.askTimeout(), system.scheduler());
     return reply.handle((outcome, error) -> {
       if (outcome instanceof BatchOutcome.Applied applied) {
@@ -563,6 +592,9 @@ final class RunningPipeline<V> implements Pipeline {
       }
       if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof RecordsParkedException p) {
         return onParked(work, p, attempt);
+      }
+      if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof OffsetGapException gap) {
+        return onGap(work, gap, attempt);
       }
       String reason;
       if (outcome instanceof BatchOutcome.Rejected rejected) {
@@ -607,6 +639,55 @@ final class RunningPipeline<V> implements Pipeline {
     work.records.removeIf(in -> in.offset() == h.offset());
     work.deadLetters.add(d);
     return publishDeadLetters(work, List.of(d)).thenCompose(v -> applyUntilDone(work, attempt));
+  }
+
+  /**
+   * The batch lacks offsets between the partition's stored offset and its last record. The log
+   * decides: when it holds no readable record there (transaction markers, aborted or compacted
+   * records, or records deleted by retention: those are lost and said so), the batch is resent
+   * covering from the stored offset. When it does, another stream of this partition holds them (the
+   * consumer split the partition between two streams) or nobody does: resent with backoff a few
+   * times, then the consumer restarts and every partition reads again from its stored offset.
+   */
+  private CompletionStage<Optional<ConsumerMessage.CommittableOffset>> onGap(BatchWork work, OffsetGapException gap,
+      int attempt) {
+    TopicPartition tp = new TopicPartition(work.id.topic(), work.id.partition());
+    long from = gap.storedNextOffset();
+    return CompletableFuture.supplyAsync(() -> logProbe.read(tp, from, work.last() + 1, settings.askTimeout()), blocking)
+        .handle((range, error) -> {
+          java.util.TreeSet<Long> missing = new java.util.TreeSet<>();
+          if (range != null) {
+            missing.addAll(range.readable());
+            missing.removeAll(work.offsets);
+          }
+          if (range != null && range.complete() && missing.isEmpty()) {
+            if (range.deletedPart()) {
+              log.error("[{}] records at offsets [{}..{}] were deleted by retention before they were applied: they are "
+                  + "lost (raise the topic's retention.ms or alert on consumer lag)", work.id.shortName(), from,
+                  range.logStart() - 1);
+            } else {
+              log.debug("[{}] offsets [{}..{}] hold no readable record between the batch's records; resending it",
+                  work.id.shortName(), from, work.last());
+            }
+            work.coveredFrom = from;
+            return applyUntilDone(work, attempt);
+          }
+          String what = range == null ? "the log could not be read (" + error + ")"
+              : !range.complete() ? "the log could not be read up to offset " + work.last() + " in time"
+              : missing.size() + " readable record(s) from offset " + missing.first() + " are not in this stream";
+          work.progress.retries.incrementAndGet();
+          work.progress.lastError = gap.getMessage();
+          if (++work.gapChecks >= 4) {
+            restartConsumer("the stream of " + work.id.shortName() + " lacks offsets after the stored offset " + from
+                + " (" + what + ")");
+            return CompletableFuture.completedFuture(Optional.<ConsumerMessage.CommittableOffset>empty());
+          }
+          Duration backoff = backoff(attempt);
+          log.warn("[{}] batch at offsets [{}..{}] would skip records after stored offset {}: {}; resending in {} ms",
+              work.id.shortName(), work.first(), work.last(), from, what, backoff.toMillis());
+          return Patterns.after(backoff, system.classicSystem().scheduler(), system.executionContext(),
+              () -> applyUntilDone(work, attempt + 1)).toCompletableFuture();
+        }).thenCompose(f -> f);
   }
 
   /** Per-key ordering: dead-letters records whose key is parked (marked parked), then resends the rest. */
@@ -726,6 +807,7 @@ final class RunningPipeline<V> implements Pipeline {
 
   private void closeClients() {
     admin.close(Duration.ofSeconds(5));
+    logProbe.close();
     deadLetterProducer.close(Duration.ofSeconds(5));
     if (outboxProducer != null) {
       outboxProducer.close(Duration.ofSeconds(5));

@@ -20,6 +20,7 @@ import io.fencepost.PartitionStatus;
 import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
@@ -39,7 +40,8 @@ public final class ProtocolSerializer extends BinarySerializer {
   /** Registered in core's reference.conf; never reuse or change. */
   public static final int IDENTIFIER = 741_101;
 
-  private static final String APPLY = "A2";
+  private static final String APPLY = "A3";
+  private static final String APPLY_V2 = "A2";     // before coveredFrom; still read (rolling upgrades)
   private static final String STATUS_QUERY = "Q1";
   private static final String STOP = "X1";
   private static final String APPLIED = "O3";
@@ -82,6 +84,7 @@ public final class ProtocolSerializer extends BinarySerializer {
   protected void write(DataOutputStream out, Object o) throws IOException {
     if (o instanceof PartitionCommand.ApplyBatch a) {
       writeRef(out, a.replyTo());
+      out.writeLong(a.coveredFrom());
       out.writeInt(a.records().size());
       for (Inbound<?> r : a.records()) {
         writeInbound(out, r);
@@ -123,6 +126,12 @@ public final class ProtocolSerializer extends BinarySerializer {
         for (long parkedOffset : parkedRecords.offsets()) {
           out.writeLong(parkedOffset);
         }
+      } else if (e instanceof OffsetGapException gap) {
+        out.writeByte(5);
+        out.writeUTF(gap.partition());
+        out.writeLong(gap.storedNextOffset());
+        out.writeLong(gap.firstMissing());
+        out.writeLong(gap.nextPresent());
       } else if (e instanceof HandlerFailedException h) {
         out.writeByte(3);
         out.writeUTF(h.partition());
@@ -152,8 +161,10 @@ public final class ProtocolSerializer extends BinarySerializer {
   @Override
   protected Object read(DataInputStream in, String manifest) throws IOException {
     switch (manifest) {
-      case APPLY: {
+      case APPLY:
+      case APPLY_V2: {
         ActorRef<BatchOutcome> replyTo = readRef(in);
+        long coveredFrom = manifest.equals(APPLY) ? in.readLong() : -1;
         int n = in.readInt();
         List<Inbound<?>> records = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -169,7 +180,9 @@ public final class ProtocolSerializer extends BinarySerializer {
           dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), in.readUTF(),
               in.readUTF(), in.readInt(), in.readBoolean()));
         }
-        return new PartitionCommand.ApplyBatch(records, dead, replyTo);
+        // A sender of the previous format vouched for its batch from the first offset.
+        return new PartitionCommand.ApplyBatch(records, dead,
+            coveredFrom >= 0 ? coveredFrom : PartitionCommand.ApplyBatch.firstOffset(records, dead), replyTo);
       }
       case STATUS_QUERY:
         return new PartitionCommand.GetStatus(readRef(in));
@@ -187,6 +200,7 @@ public final class ProtocolSerializer extends BinarySerializer {
         FencepostException e = switch (kind) {
           case 0 -> new PartitionFencedException(in.readUTF(), in.readLong(), in.readLong());
           case 1 -> new RetriableException(in.readUTF());
+          case 5 -> new OffsetGapException(in.readUTF(), in.readLong(), in.readLong(), in.readLong());
           case 4 -> {
             String partition = in.readUTF();
             int n = in.readInt();

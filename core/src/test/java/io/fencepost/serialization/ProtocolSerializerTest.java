@@ -18,6 +18,7 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RecordsParkedException;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -56,7 +57,8 @@ class ProtocolSerializerTest {
         Map.of("h", new byte[] {1, 2}), Instant.ofEpochMilli(1234));
     DeadLetter dead = new DeadLetter(P, 43, Optional.empty(), "X", "boom", 2, true);
     PartitionCommand.ApplyBatch back = (PartitionCommand.ApplyBatch) roundTrip(
-        new PartitionCommand.ApplyBatch(List.of(in), List.of(dead), probe.ref()));
+        new PartitionCommand.ApplyBatch(List.of(in), List.of(dead), 40, probe.ref()));
+    assertEquals(40, back.coveredFrom(), "the sender's promise of the offsets it covers travels with the batch");
     Inbound<?> r = back.records().get(0);
     assertEquals(P, r.partition());
     assertEquals(42, r.offset());
@@ -87,6 +89,12 @@ class ProtocolSerializerTest {
 
     var parked = (BatchOutcome.Rejected) roundTrip(new BatchOutcome.Rejected(P, new RecordsParkedException("g|t|3", List.of(4L, 6L))));
     assertEquals(List.of(4L, 6L), assertInstanceOf(RecordsParkedException.class, parked.error()).offsets());
+
+    var gap = (BatchOutcome.Rejected) roundTrip(new BatchOutcome.Rejected(P, new OffsetGapException("g|t|3", 100, 120, 250)));
+    OffsetGapException g = assertInstanceOf(OffsetGapException.class, gap.error());
+    assertEquals(100, g.storedNextOffset());
+    assertEquals(120, g.firstMissing());
+    assertEquals(250, g.nextPresent());
   }
 
   @Test

@@ -1,0 +1,204 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
+
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.PartitionView;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.kafka.internal.LogProbe;
+import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.testkit.Postgres;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Kafka offsets are not dense: transaction markers, aborted records (under read_committed) and
+ * records deleted by retention leave holes. A partition actor refuses a batch that would skip an
+ * offset unless the pipeline vouches, from the log, that nothing readable lies there; these tests
+ * run that against a real broker.
+ */
+@Tag("integration")
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class OffsetGapsIT {
+
+  private static KafkaBroker broker;
+  private static JournalDatabase postgres;
+
+  @BeforeAll
+  static void start() {
+    broker = KafkaBroker.create().start();
+    postgres = Postgres.shared().createDatabase("gaps_it");
+    postgres.installSchema();
+  }
+
+  @AfterAll
+  static void stop() {
+    broker.close();
+    Postgres.shared().dropDatabase(postgres);
+  }
+
+  /**
+   * Writes {@code transactions} transactions of {@code size} payments to one partition; those whose
+   * index is 1 modulo {@code abortEvery} are aborted. Returns the ids of the committed payments.
+   */
+  private static Set<String> transactional(String topic, int partition, int transactions, int size, int abortEvery) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, KafkaBroker.uniqueName("tx"));
+    Set<String> committed = new HashSet<>();
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+      producer.initTransactions();
+      for (int t = 0; t < transactions; t++) {
+        producer.beginTransaction();
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+          String id = "p" + partition + "-t" + t + "-" + i;
+          producer.send(new ProducerRecord<>(topic, partition, "m" + i, id + ",m" + (i % 5) + "," + (100 + i)));
+          ids.add(id);
+        }
+        if (abortEvery > 0 && t % abortEvery == 1) {
+          producer.flush();
+          producer.abortTransaction();
+        } else {
+          producer.commitTransaction();
+          committed.addAll(ids);
+        }
+      }
+    }
+    return committed;
+  }
+
+  private static long endOffset(String topic, int partition) throws Exception {
+    try (Admin admin = broker.admin()) {
+      TopicPartition tp = new TopicPartition(topic, partition);
+      return admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest())).all()
+          .get(30, TimeUnit.SECONDS).get(tp).offset();
+    }
+  }
+
+  @Test
+  void theProbeSeesMarkersAndAbortedRecordsAsHolesAndReportsRecordsDeletedByRetention() throws Exception {
+    String topic = KafkaBroker.uniqueName("probe");
+    broker.createTopic(topic, 1);
+    // Offsets: committed 0..9 + marker 10; aborted 11..15 + marker 16; committed 17..19 + marker 20.
+    transactional(topic, 0, 1, 10, 0);
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, KafkaBroker.uniqueName("tx"));
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+      producer.initTransactions();
+      producer.beginTransaction();
+      for (int i = 0; i < 5; i++) {
+        producer.send(new ProducerRecord<>(topic, 0, "k", "aborted-" + i));
+      }
+      producer.flush();
+      producer.abortTransaction();
+      producer.beginTransaction();
+      for (int i = 0; i < 3; i++) {
+        producer.send(new ProducerRecord<>(topic, 0, "k", "late-" + i));
+      }
+      producer.commitTransaction();
+    }
+    assertEquals(21, endOffset(topic, 0));
+    TopicPartition tp = new TopicPartition(topic, 0);
+    try (LogProbe probe = new LogProbe(broker.bootstrapServers(), Map.of())) {
+      LogProbe.Range all = probe.read(tp, 0, 21, Duration.ofSeconds(30));
+      assertTrue(all.complete());
+      TreeSet<Long> expected = LongStream.concat(LongStream.range(0, 10), LongStream.range(17, 20)).boxed()
+          .collect(Collectors.toCollection(TreeSet::new));
+      assertEquals(expected, all.readable());
+
+      LogProbe.Range hole = probe.read(tp, 10, 17, Duration.ofSeconds(30));
+      assertTrue(hole.complete());
+      assertEquals(Set.of(), hole.readable(), "a marker, five aborted records and a marker: nothing readable");
+      assertFalse(hole.deletedPart());
+
+      try (Admin admin = broker.admin()) {
+        admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(5))).all().get(30, TimeUnit.SECONDS);
+      }
+      LogProbe.Range deleted = probe.read(tp, 2, 8, Duration.ofSeconds(30));
+      assertTrue(deleted.complete());
+      assertEquals(5, deleted.logStart());
+      assertTrue(deleted.deletedPart());
+      assertEquals(new TreeSet<>(List.of(5L, 6L, 7L)), deleted.readable());
+    }
+  }
+
+  @Test
+  void aTransactionalTopicIsAppliedExactlyOnceAcrossItsMarkersAndAbortedRecords() throws Exception {
+    String topic = KafkaBroker.uniqueName("tx-payments");
+    broker.createTopic(topic, 2);
+    // 60 transactions of 7 per partition, every third aborted (the last one committed): holes of 1
+    // (marker) and 8 (7 aborted + marker) all through the log, inside batches and between them.
+    Set<String> committed0 = transactional(topic, 0, 60, 7, 3);
+    Set<String> committed1 = transactional(topic, 1, 60, 7, 3);
+    assertEquals(40 * 7, committed0.size());
+    long end0 = endOffset(topic, 0);
+    long end1 = endOffset(topic, 1);
+    assertEquals(60 * 8, end0, "60 transactions of 7 records and one marker each");
+
+    ActorSystem<Void> system = KafkaPipelineIT.node("gaps", postgres);
+    try {
+      PipelineSettings settings = PipelineSettings.create(system, "gaps")
+          .withBootstrapServers(broker.bootstrapServers())
+          .withTopics(List.of(topic))
+          .withGroupId(KafkaBroker.uniqueName("gaps"))
+          .withBatch(50, Duration.ofMillis(20));
+      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "gaps"),
+          new KafkaPipelineIT.PaymentDeserializer(), settings).start();
+      long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+      List<PartitionView> views = List.of();
+      while (System.nanoTime() < deadline) {
+        views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        if (views.size() == 2 && views.stream().allMatch(v -> v.nextOffset().isPresent()
+            && v.nextOffset().getAsLong() >= (v.partition().partition() == 0 ? end0 - 1 : end1 - 1))) {
+          break;
+        }
+        Thread.sleep(250);
+      }
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      for (PartitionView v : views) {
+        int p = v.partition().partition();
+        Set<String> committed = p == 0 ? committed0 : committed1;
+        // The last marker is never delivered: the stored offset stops right after the last record.
+        assertEquals((p == 0 ? end0 : end1) - 1, v.nextOffset().getAsLong(), "next offset of partition " + p);
+        assertEquals(committed.size(), v.appliedRecords(), "applied on partition " + p);
+        Set<String> credited = new HashSet<>();
+        for (TestLedger.Credited c : KafkaPipelineIT.credits(system, v.partition())) {
+          assertTrue(credited.add(c.paymentId()), "credited once: " + c.paymentId());
+        }
+        assertEquals(committed, credited, "exactly the committed payments of partition " + p);
+      }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+}
