@@ -421,7 +421,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (gap != null) {
       // Applying it would move the fencing offset over records nobody applied (seen when a consumer
       // splits one partition between two streams): refused; the sender proves the holes empty or re-reads.
-      ctx.getLog().warn("[{}] batch refused: stored next offset [{}], the batch lacks offsets [{}..{}]",
+      // Debug: on transactional or compacted topics it is routine (the pipeline then vouches for the hole).
+      ctx.getLog().debug("[{}] batch refused: stored next offset [{}], the batch lacks offsets [{}..{}]",
           partition.shortName(), state.nextOffset(), gap.firstMissing(), gap.nextPresent() - 1);
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, gap));
     }

