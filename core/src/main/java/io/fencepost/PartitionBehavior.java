@@ -1,6 +1,7 @@
 package io.fencepost;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
@@ -60,6 +61,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private final PartitionActor<V, S, E> actor;
   private final PartitionActorSettings settings;
   private final PartitionId partition;
+  // The PartitionId instance the last batch's records carried (they share one per pipeline stream).
+  private PartitionId lastCheckedPartition;
   private final String incarnation = UUID.randomUUID().toString();
   private final KeyDigest digest = new KeyDigest();
   private final long[] digestOut = new long[2];
@@ -280,30 +283,37 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   @SuppressWarnings("unchecked")
   private Selection select(PartitionState<S> state, List<Inbound<?>> records, List<DeadLetter> deadLetters) {
-    java.util.TreeMap<Long, Object> byOffset = new java.util.TreeMap<>();
-    java.util.Map<Long, Inbound<?>> recordAt = new java.util.HashMap<>();
+    // Usually a batch is records in ascending offsets without dead letters: taken as it is. Otherwise
+    // ordered by offset, a dead letter replacing the record at its offset.
+    boolean ascending = deadLetters.isEmpty();
+    long previous = Long.MIN_VALUE;
     for (Inbound<?> raw : records) {
-      recordAt.put(raw.offset(), raw);
-      if (!raw.partition().equals(partition)) {
-        throw new FatalException("[" + partition.entityId() + "] received a record of another partition ["
-            + raw.partition().entityId() + "] at offset [" + raw.offset() + "]; the pipeline routes wrongly");
-      }
-      byOffset.put(raw.offset(), raw);
+      checkPartition(raw.partition(), "record", raw.offset());
+      ascending &= raw.offset() > previous;
+      previous = raw.offset();
     }
-    for (DeadLetter d : deadLetters) {
-      if (!d.partition().equals(partition)) {
-        throw new FatalException("[" + partition.entityId() + "] received a dead letter of another partition ["
-            + d.partition().entityId() + "] at offset [" + d.offset() + "]; the pipeline routes wrongly");
+    Collection<?> ordered = records;
+    java.util.Map<Long, Inbound<?>> recordAt = java.util.Map.of();
+    if (!ascending) {
+      java.util.TreeMap<Long, Object> byOffset = new java.util.TreeMap<>();
+      recordAt = new java.util.HashMap<>();
+      for (Inbound<?> raw : records) {
+        recordAt.put(raw.offset(), raw);
+        byOffset.put(raw.offset(), raw);
       }
-      byOffset.put(d.offset(), d);   // a dead letter replaces the record at its offset
+      for (DeadLetter d : deadLetters) {
+        checkPartition(d.partition(), "dead letter", d.offset());
+        byOffset.put(d.offset(), d);
+      }
+      ordered = byOffset.values();
     }
     Selection sel = new Selection();
     sel.nextOffset = state.nextOffset();
-    Set<Digest> batchKeys = new HashSet<>();
+    Set<Digest> batchKeys = new HashSet<>(Math.max(16, records.size() * 2));
     KeyWindow window = state.window();
     java.util.Map<String, Long> parked = settings.perKeyOrdering() ? new java.util.HashMap<>(state.parkedKeys())
         : java.util.Map.of();
-    for (Object item : byOffset.values()) {
+    for (Object item : ordered) {
       long offset = item instanceof DeadLetter d ? d.offset() : ((Inbound<?>) item).offset();
       if (sel.nextOffset != PartitionState.NO_OFFSET && offset < sel.nextOffset) {
         sel.droppedRedelivery++;
@@ -364,6 +374,18 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   }
 
   private record Digest(long hi, long lo) {
+  }
+
+  /** Fails on an item of another partition; compares each distinct PartitionId instance once. */
+  private void checkPartition(PartitionId of, String what, long offset) {
+    if (of == lastCheckedPartition) {
+      return;
+    }
+    if (!of.equals(partition)) {
+      throw new FatalException("[" + partition.entityId() + "] received a " + what + " of another partition ["
+          + of.entityId() + "] at offset [" + offset + "]; the pipeline routes wrongly");
+    }
+    lastCheckedPartition = of;
   }
 
   /** The original offset a replayed record stood at ({@code fencepost.replay-of} header), or -1. */
