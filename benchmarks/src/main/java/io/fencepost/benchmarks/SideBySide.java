@@ -20,6 +20,8 @@ import java.util.Optional;
  *       if a peer broke its promise.
  *   <li>{@code profile}: only Fencepost exactly-once's throughput runs of {@code full}, under a JFR
  *       recording; writes {@code profile.md} (see {@link Profile}).
+ *   <li>{@code latency}: only the {@code batch.max-latency} sweep of {@code full}, at a given offered
+ *       load (after one discarded run that warms the JIT).
  * </ul>
  *
  * <p>Run: {@code java -cp ... io.fencepost.benchmarks.SideBySide quick|full|profile [results-dir]}
@@ -40,8 +42,10 @@ public final class SideBySide {
         Profile.run(Plan.full(), results, System.out);
         yield true;
       }
+      case "latency" -> latency(Plan.full(), Double.parseDouble(args.length > 2 ? args[2] : "50000"), results,
+          System.out);
       default -> {
-        System.err.println("usage: SideBySide quick|full|profile [results-dir]");
+        System.err.println("usage: SideBySide quick|full|profile [results-dir] | latency results-dir records-per-second");
         yield false;
       }
     };
@@ -64,12 +68,33 @@ public final class SideBySide {
       List<PeerResult> comparison = new Comparison(infra, plan, progress).run();
       List<Sweep> sweeps = new Sweeps(infra, plan, progress).run();
       List<LatencySweep.Point> latencies = plan.measuresLatency()
-          ? new LatencySweep(infra, plan, progress).run(Comparison.offeredLoad(comparison)) : List.of();
+          ? new LatencySweep(infra, plan, progress).run(Comparison.offeredLoad(comparison), false) : List.of();
       write(results, plan, machine, comparison, sweeps, latencies);
       progress.printf(Locale.ROOT, "%s run took %.1f minutes; results in %s%n",
           plan.name(), (System.nanoTime() - start) / 60e9, results.toAbsolutePath());
       return verdict(comparison);
     }
+  }
+
+  /** Only the batch.max-latency sweep, at a given offered load; returns whether nothing was lost or doubled. */
+  static boolean latency(Plan plan, double offered, Path results, PrintStream progress) throws Exception {
+    try (Infrastructure infra = Infrastructure.start()) {
+      Machine machine = Machine.describe(infra);
+      List<LatencySweep.Point> points = new LatencySweep(infra, plan, progress).run(offered, true);
+      writeLatency(results, "latency", plan, machine, offered, points);
+      return points.stream().allMatch(p -> p.outcome().duplicates() == 0 && p.outcome().losses() == 0);
+    }
+  }
+
+  private static void writeLatency(Path dir, String mode, Plan plan, Machine machine, double offered,
+      List<LatencySweep.Point> points) throws IOException {
+    Files.createDirectories(dir);
+    String md = String.format(Locale.ROOT, "batch.max-latency sweep of Fencepost exactly-once (one `%s` run; %s)%n%n"
+        + "%s%n![latency](sweep-batch-latency.svg)%n", mode, machine.summary(),
+        LatencySweep.table(points, offered, plan));
+    Files.writeString(dir.resolve("sweep-batch-latency.md"), md);
+    Files.writeString(dir.resolve("sweep-batch-latency.svg"), LatencySweep.chart(points));
+    System.out.println(md);
   }
 
   private static void write(Path dir, Plan plan, Machine machine, List<PeerResult> comparison, List<Sweep> sweeps,
@@ -86,12 +111,7 @@ public final class SideBySide {
           + "(sweep-batch-latency.md)), the lowest p99 at the same offered load was %.1f ms (p50 %.1f ms) with "
           + "batch.max-latency = %d ms: the 25 ms target is %s.%n", p99, best.outcome().latency().p50Ms(),
           best.batchLatencyMs(), p99 <= 25 ? "met" : "**not met**");
-      String md = String.format(Locale.ROOT, "batch.max-latency sweep of Fencepost exactly-once (one `%s` run; %s)%n%n"
-          + "%s%n![latency](sweep-batch-latency.svg)%n", plan.name(), machine.summary(),
-          LatencySweep.table(latencies, offered, plan));
-      Files.writeString(dir.resolve("sweep-batch-latency.md"), md);
-      Files.writeString(dir.resolve("sweep-batch-latency.svg"), LatencySweep.chart(latencies));
-      System.out.println(md);
+      writeLatency(dir, plan.name(), plan, machine, offered, latencies);
     }
     Files.writeString(dir.resolve("side-by-side.md"), sideBySide);
     Files.writeString(dir.resolve("side-by-side.svg"), Report.sideBySideChart(plan, comparison));

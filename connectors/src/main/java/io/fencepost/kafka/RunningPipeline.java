@@ -516,9 +516,10 @@ final class RunningPipeline<V> implements Pipeline {
     final List<Inbound<?>> records = new ArrayList<>();
     final List<DeadLetter> deadLetters = new ArrayList<>();
     final Map<Long, Integer> handlerAttempts = new HashMap<>();
-    final java.util.TreeSet<Long> offsets = new java.util.TreeSet<>();
+    private long first = Long.MAX_VALUE;
+    private long last = Long.MIN_VALUE;
     // From which offset on the batch is known to hold every readable record (see ApplyBatch):
-    // nowhere, until the log showed that its holes hold nothing (checkGap).
+    // nowhere, until the log showed that its holes hold nothing (onGap).
     long coveredFrom = Long.MAX_VALUE;
     int gapChecks;
 
@@ -529,7 +530,8 @@ final class RunningPipeline<V> implements Pipeline {
       for (ConsumerMessage.CommittableMessage<byte[], byte[]> m : batch) {
         ConsumerRecord<byte[], byte[]> r = m.record();
         raw.put(r.offset(), r);
-        offsets.add(r.offset());
+        first = Math.min(first, r.offset());
+        last = Math.max(last, r.offset());
         try {
           records.add(toInbound(id, r));
         } catch (RuntimeException e) {
@@ -539,11 +541,11 @@ final class RunningPipeline<V> implements Pipeline {
     }
 
     long first() {
-      return offsets.first();
+      return first;
     }
 
     long last() {
-      return offsets.last();
+      return last;
     }
   }
 
@@ -676,7 +678,7 @@ final class RunningPipeline<V> implements Pipeline {
           java.util.TreeSet<Long> missing = new java.util.TreeSet<>();
           if (range != null) {
             missing.addAll(range.readable());
-            missing.removeAll(work.offsets);
+            missing.removeAll(work.raw.keySet());
           }
           if (range != null && range.complete() && missing.isEmpty()) {
             if (range.deletedPart()) {
