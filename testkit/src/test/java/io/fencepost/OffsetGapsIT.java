@@ -254,6 +254,40 @@ class OffsetGapsIT {
     }
   }
 
+  @Test
+  void aStreamThatMissesRecordsIsRefusedAndTheConsumerReadsThemAgainFromTheStoredOffset() throws Exception {
+    String topic = KafkaBroker.uniqueName("split");
+    broker.createTopic(topic, 1);
+    String group = KafkaBroker.uniqueName("split");
+    TopicPartition tp = new TopicPartition(topic, 0);
+    KafkaPipelineIT.produceTo(broker, topic, 1, 50, "a-", 0);
+    ActorSystem<Void> system = KafkaPipelineIT.node("split", postgres);
+    try {
+      PipelineSettings settings = PipelineSettings.create(system, "split")
+          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group)
+          .withBatch(500, Duration.ofMillis(20))
+          .withKafkaClient("interceptor.classes", DroppingInterceptor.class.getName());
+      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "split"),
+          new KafkaPipelineIT.PaymentDeserializer(), settings).start();
+      awaitNext(pipeline, 50, Duration.ofMinutes(1));
+      // The stream will not see offsets 60..89 the first time: the batch it sends lacks them.
+      DroppingInterceptor.arm(tp, 60, 90);
+      KafkaPipelineIT.produceTo(broker, topic, 1, 150, "b-", 0);
+      PartitionView view = awaitNext(pipeline, 200, Duration.ofMinutes(2));
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+
+      assertEquals(30, DroppingInterceptor.DROPS.get(), "the interceptor hid offsets 60..89 once");
+      assertEquals(200, view.nextOffset().getAsLong());
+      assertEquals(200, view.appliedRecords(), "every record applied, the hidden ones included");
+      java.util.Map<Long, Integer> perOffset = KafkaPipelineIT.creditsPerOffset(system, view.partition());
+      assertEquals(200, perOffset.size());
+      assertTrue(perOffset.values().stream().allMatch(n -> n == 1), "each offset credited once: " + perOffset);
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
   private static PartitionView awaitNext(Pipeline pipeline, long next, Duration timeout) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();
     PartitionView view = null;
