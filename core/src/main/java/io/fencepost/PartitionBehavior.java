@@ -402,11 +402,17 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   /**
    * The first hole of the batch between the stored next offset and the offset the sender covers from,
-   * or null. (A partition that never stored an offset starts where its first batch starts.)
+   * or null. A partition that never stored an offset starts where its first batch starts, provided
+   * the sender vouches for that start (covers from the batch's first offset or below).
    */
   private OffsetGapException gap(PartitionState<S> state, PartitionCommand.ApplyBatch cmd) {
     long stored = state.nextOffset();
-    if (stored == PartitionState.NO_OFFSET || cmd.coveredFrom() <= stored) {
+    if (stored == PartitionState.NO_OFFSET) {
+      long first = PartitionCommand.ApplyBatch.firstOffset(cmd.records(), cmd.deadLetters());
+      return cmd.coveredFrom() <= first ? null
+          : new OffsetGapException(partition.entityId(), PartitionState.NO_OFFSET, 0, first);
+    }
+    if (cmd.coveredFrom() <= stored) {
       return null;
     }
     java.util.BitSet present = new java.util.BitSet();

@@ -147,6 +147,21 @@ class PartitionActorTest {
     assertEquals(503, status.nextOffset().getAsLong());
     assertEquals(3, status.windowKeys());
   }
+
+  @Test
+  void anEmptyPartitionRefusesAFirstBatchWhoseSenderDoesNotVouchForWhereThePartitionStarts() {
+    ActorRef<PartitionCommand> actor = spawn();
+    TestProbe<BatchOutcome> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.ApplyBatch(records(500, 503), List.of(), Long.MAX_VALUE, probe.ref()));
+    OffsetGapException e = assertInstanceOf(OffsetGapException.class,
+        assertInstanceOf(BatchOutcome.Rejected.class, probe.receiveMessage()).error());
+    assertEquals(-1, e.storedNextOffset());
+    assertEquals(500, e.nextPresent());
+    assertTrue(e.getMessage().contains("has no stored offset"), e.getMessage());
+    assertTrue(status(actor).nextOffset().isEmpty(), "nothing stored");
+    actor.tell(new PartitionCommand.ApplyBatch(records(500, 503), List.of(), 0, probe.ref()));
+    assertEquals(new BatchOutcome.Applied(partition, 503, 3, 0, 0, true), probe.receiveMessage());
+  }
   @Test
   void aBatchThatWouldSkipOffsetsIsRefusedAndAppliedOnceTheSenderVouchesForTheHole() {
     ActorRef<PartitionCommand> actor = spawn();

@@ -672,7 +672,13 @@ final class RunningPipeline<V> implements Pipeline {
   private CompletionStage<Optional<ConsumerMessage.CommittableOffset>> onGap(BatchWork work, OffsetGapException gap,
       int attempt) {
     TopicPartition tp = new TopicPartition(work.id.topic(), work.id.partition());
-    long from = gap.storedNextOffset();
+    boolean fresh = gap.storedNextOffset() < 0;
+    if (fresh && settings.autoOffsetReset().equals("latest")) {
+      // A partition that never stored an offset starts where it is first read (auto-offset-reset latest).
+      work.coveredFrom = work.first();
+      return applyUntilDone(work, attempt);
+    }
+    long from = Math.max(0, gap.storedNextOffset());
     return CompletableFuture.supplyAsync(() -> logProbe.read(tp, from, work.last() + 1, settings.askTimeout()), blocking)
         .handle((range, error) -> {
           java.util.TreeSet<Long> missing = new java.util.TreeSet<>();
@@ -681,7 +687,10 @@ final class RunningPipeline<V> implements Pipeline {
             missing.removeAll(work.raw.keySet());
           }
           if (range != null && range.complete() && missing.isEmpty()) {
-            if (range.deletedPart()) {
+            if (range.deletedPart() && fresh) {
+              log.info("[{}] first records of the partition: it starts at the log start {} (auto-offset-reset "
+                  + "earliest)", work.id.shortName(), range.logStart());
+            } else if (range.deletedPart()) {
               log.error("[{}] records at offsets [{}..{}] were deleted by retention before they were applied: they are "
                   + "lost (raise the topic's retention.ms or alert on consumer lag)", work.id.shortName(), from,
                   range.logStart() - 1);

@@ -16,10 +16,14 @@ public final class OffsetGapException extends FencepostException {
   private final long nextPresent;
 
   public OffsetGapException(String partition, long storedNextOffset, long firstMissing, long nextPresent) {
-    super("[" + partition + "] stored next offset is [" + storedNextOffset + "] and the batch lacks offsets ["
-        + firstMissing + ".." + (nextPresent - 1) + "]: applying it would skip them; nothing was applied. Resend it "
-        + "covering from the stored offset once the log shows no readable record there, or read the partition again "
-        + "from the stored offset", null);
+    super(storedNextOffset < 0
+        ? "[" + partition + "] has no stored offset and the batch, starting at offset [" + nextPresent + "], does not "
+            + "vouch that the partition starts there; nothing was applied. Resend it covering from where the partition "
+            + "starts (auto-offset-reset) once the log shows no readable record before it"
+        : "[" + partition + "] stored next offset is [" + storedNextOffset + "] and the batch lacks offsets ["
+            + firstMissing + ".." + (nextPresent - 1) + "]: applying it would skip them; nothing was applied. Resend it "
+            + "covering from the stored offset once the log shows no readable record there, or read the partition "
+            + "again from the stored offset", null);
     this.partition = partition;
     this.storedNextOffset = storedNextOffset;
     this.firstMissing = firstMissing;
@@ -30,7 +34,7 @@ public final class OffsetGapException extends FencepostException {
     return partition;
   }
 
-  /** The partition's stored next offset: where a batch must start covering. */
+  /** The partition's stored next offset, where a batch must start covering; -1 when it has none. */
   public long storedNextOffset() {
     return storedNextOffset;
   }
