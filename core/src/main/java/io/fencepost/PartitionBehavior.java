@@ -63,6 +63,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private final PartitionId partition;
   // The PartitionId instance the last batch's records carried (they share one per pipeline stream).
   private PartitionId lastCheckedPartition;
+  // When the last batch write completed (a snapshot, if due, is stored right after it).
+  private long lastWrittenNanos = System.nanoTime();
   private final String incarnation = UUID.randomUUID().toString();
   private final KeyDigest digest = new KeyDigest();
   private final long[] digestOut = new long[2];
@@ -160,6 +162,15 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .onSignal(RecoveryCompleted.instance(), this::onRecoveryCompleted)
         .onSignal(RecoveryFailed.class, (state, failed) ->
             ctx.getLog().warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(),
+                failed.getFailure().toString()))
+        // The actor takes no command (and the batch that triggered it gets no reply) until its
+        // snapshot is stored: a latency spike every snapshot-every writes (docs/operations.md).
+        .onSignal(org.apache.pekko.persistence.typed.SnapshotCompleted.class, (state, done) ->
+            ctx.getLog().debug("[{}] snapshot at sequence number [{}] stored {} ms after its write",
+                partition.shortName(), done.metadata().sequenceNr(), (System.nanoTime() - lastWrittenNanos) / 1_000_000))
+        .onSignal(org.apache.pekko.persistence.typed.SnapshotFailed.class, (state, failed) ->
+            ctx.getLog().warn("[{}] snapshot at sequence number [{}] failed (recovery replays more events until the "
+                + "next one succeeds): {}", partition.shortName(), failed.metadata().sequenceNr(),
                 failed.getFailure().toString()))
         .build();
   }
@@ -597,6 +608,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   }
 
   private void written(BatchOutcome.Applied outcome) {
+    lastWrittenNanos = System.nanoTime();
     metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
     long now = System.currentTimeMillis();
     for (Inbound<?> record : pendingRecords) {
