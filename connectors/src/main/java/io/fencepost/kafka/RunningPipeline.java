@@ -522,6 +522,7 @@ final class RunningPipeline<V> implements Pipeline {
     // nowhere, until the log showed that its holes hold nothing (onGap).
     long coveredFrom = Long.MAX_VALUE;
     int gapChecks;
+    boolean logStartChecked;
 
     BatchWork(PartitionId id, PartitionProgress progress, List<ConsumerMessage.CommittableMessage<byte[], byte[]>> batch) {
       this.id = id;
@@ -677,6 +678,18 @@ final class RunningPipeline<V> implements Pipeline {
       // A partition that never stored an offset starts where it is first read (auto-offset-reset latest).
       work.coveredFrom = work.first();
       return applyUntilDone(work, attempt);
+    }
+    if (fresh && !work.logStartChecked && work.last() - work.first() + 1 == work.raw.size()) {
+      // Usually the first batch starts at the log start, without holes: nothing can be missing, no
+      // read needed. (Holes inside the batch still need the log: they may hide records.)
+      work.logStartChecked = true;
+      return admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).all().toCompletionStage()
+          .handle((starts, e) -> {
+            if (e == null && starts.get(tp) != null && starts.get(tp).offset() >= work.first()) {
+              work.coveredFrom = work.first();
+            }
+            return applyUntilDone(work, attempt);
+          }).thenCompose(f -> f);
     }
     long from = Math.max(0, gap.storedNextOffset());
     return CompletableFuture.supplyAsync(() -> logProbe.read(tp, from, work.last() + 1, settings.askTimeout()), blocking)
