@@ -390,7 +390,9 @@ final class RunningPipeline<V> implements Pipeline {
       return CompletableFuture.allOf(positions.toArray(new CompletableFuture[0]))
           .thenCompose(v -> seekTargets(positions.stream().map(CompletableFuture::join).toList()))
           .thenApply(targets -> {
-            tps.forEach(tp -> startRelay(partitionId(tp)));
+            // Not for partitions revoked meanwhile (overlapping rebalances): such a relay was never
+            // stopped and published next to the owner's.
+            tps.stream().map(this::partitionId).filter(assigned::containsKey).forEach(this::startRelay);
             return targets;
           });
     });

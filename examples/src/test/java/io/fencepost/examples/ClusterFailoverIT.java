@@ -346,7 +346,14 @@ class ClusterFailoverIT {
               .withTopics(List.of(CREDITED)).withGroupId("mirror")).start();
       AtomicLongArray produced = new AtomicLongArray(PARTITIONS);
       Thread producer = producer(0, 24_000, 1_200, produced);   // ~20 s of traffic
-      Thread.sleep(6_000);
+      // Kill node2 while its relays publish: once one runs (its partitions' assignment can take the
+      // shard hand-off timeout), 3 s later, before its first position store after 8 s.
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (nodes[2].countLines("outbox relay starts") == 0) {
+        assertTrue(System.nanoTime() < deadline, "node2 started no outbox relay within 60 s");
+        Thread.sleep(100);
+      }
+      Thread.sleep(3_000);
       nodes[2].kill();                                           // SIGKILL while its relays publish
       producer.join();
       assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
@@ -354,7 +361,7 @@ class ClusterFailoverIT {
       for (int p = 0; p < PARTITIONS; p++) {
         payments += produced.get(p);
       }
-      long published = awaitConsumed(b, Duration.ofMinutes(3));
+      long published = awaitConsumed(b, payments, Duration.ofMinutes(3));
       long applied = 0;
       long droppedByKey = 0;
       for (PartitionView v : b.status().toCompletableFuture().get(30, TimeUnit.SECONDS)) {
@@ -379,25 +386,34 @@ class ClusterFailoverIT {
   }
 
   /** Waits until B's stored offsets reach the end of every partition of the outbox topic, stable for 5 s. */
-  private long awaitConsumed(Pipeline b, Duration timeout) throws Exception {
+  /**
+   * Waits until B consumed the whole outbox topic, it held still for 5 s and B applied at least
+   * {@code payments} records (a partition taken over late re-publishes for a while: an end offset
+   * that holds still is not enough). Returns the topic's record count.
+   */
+  private long awaitConsumed(Pipeline b, long payments, Duration timeout) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();
     long lastEnd = -1;
     long stableSince = System.nanoTime();
+    long applied = 0;
     while (System.nanoTime() < deadline) {
       long end = Topics.recordCount(bootstrap, CREDITED);
       long stored = 0;
+      applied = 0;
       for (PartitionView v : b.status().toCompletableFuture().get(30, TimeUnit.SECONDS)) {
         stored += v.nextOffset().orElse(0);
+        applied += v.appliedRecords();
       }
       if (end != lastEnd) {
         lastEnd = end;
         stableSince = System.nanoTime();
       }
-      if (stored == end && System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(5)) {
+      if (stored == end && applied >= payments && System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(5)) {
         return end;
       }
       Thread.sleep(1000);
     }
-    throw new AssertionError("B did not consume the outbox topic within " + timeout + " (end " + lastEnd + ")");
+    throw new AssertionError("B did not consume the outbox topic within " + timeout + " (end " + lastEnd
+        + ", applied " + applied + " of " + payments + ")");
   }
 }
