@@ -19,9 +19,8 @@ public final class ClusterNodes {
 
   /**
    * Cluster config for a node on 127.0.0.1:{@code port} (0 for a free port) with the given seed
-   * nodes ({@code host:port}), split-brain resolver on (keep-majority), a failure detector that
-   * tolerates 6 s without heartbeats, and fast sharding rebalances so partitions follow the Kafka
-   * assignment quickly.
+   * nodes ({@code host:port}), split-brain resolver on (keep-majority), and fast sharding
+   * rebalances so partitions follow the Kafka assignment quickly.
    */
   public static Config node(String systemName, int port, List<String> seeds) {
     String seedList = seeds.stream().map(s -> "\"pekko://" + systemName + "@" + s + "\"")
@@ -34,10 +33,6 @@ public final class ClusterNodes {
         "pekko.cluster.downing-provider-class = \"org.apache.pekko.cluster.sbr.SplitBrainResolverProvider\"",
         "pekko.cluster.split-brain-resolver.active-strategy = keep-majority",
         "pekko.cluster.split-brain-resolver.stable-after = 5s",
-        // Pekko's 3 s lets a loaded machine (several JVMs, a broker and PostgreSQL on two cores)
-        // miss heartbeats between live nodes: both survivors of a crash then saw each other
-        // unreachable and the resolver downed the whole cluster.
-        "pekko.cluster.failure-detector.acceptable-heartbeat-pause = 6s",
         "pekko.cluster.jmx.multi-mbeans-in-same-jvm = on",
         "pekko.cluster.sharding.rebalance-interval = 1s",
         "pekko.cluster.distributed-data.gossip-interval = 500ms",
