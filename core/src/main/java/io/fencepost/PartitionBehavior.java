@@ -293,7 +293,14 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   }
 
   @SuppressWarnings("unchecked")
-  private Selection select(PartitionState<S> state, List<Inbound<?>> records, List<DeadLetter> deadLetters) {
+  /**
+   * Throws {@link OffsetGapException} when the batch lacks an offset between the stored next offset
+   * and {@code coveredFrom} (see {@link PartitionCommand.ApplyBatch}): applying it would move the
+   * fencing offset over records nobody applied. A partition without a stored offset starts at its
+   * first batch's first offset when the sender vouches for it ({@code coveredFrom} at or below it).
+   */
+  private Selection select(PartitionState<S> state, List<Inbound<?>> records, List<DeadLetter> deadLetters,
+      long coveredFrom) {
     // Usually a batch is records in ascending offsets without dead letters: taken as it is. Otherwise
     // ordered by offset, a dead letter replacing the record at its offset.
     boolean ascending = deadLetters.isEmpty();
@@ -324,12 +331,18 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     KeyWindow window = state.window();
     java.util.Map<String, Long> parked = settings.perKeyOrdering() ? new java.util.HashMap<>(state.parkedKeys())
         : java.util.Map.of();
+    long expected = state.nextOffset();   // the next offset the batch must hold, unless vouched for
     for (Object item : ordered) {
       long offset = item instanceof DeadLetter d ? d.offset() : ((Inbound<?>) item).offset();
       if (sel.nextOffset != PartitionState.NO_OFFSET && offset < sel.nextOffset) {
         sel.droppedRedelivery++;
         continue;
       }
+      if (expected == PartitionState.NO_OFFSET ? coveredFrom > offset : offset > expected && expected < coveredFrom) {
+        throw new OffsetGapException(partition.entityId(), state.nextOffset(),
+            expected == PartitionState.NO_OFFSET ? 0 : expected, offset);
+      }
+      expected = offset + 1;
       if (item instanceof DeadLetter d) {
         boolean parksKey = settings.perKeyOrdering() && !d.parked() && d.key().isPresent();
         if (parksKey) {
@@ -347,8 +360,6 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         sel.deadLetters.add(new DeadLetterEntry(d.offset(), d.key().orElse(""), d.errorClass(), d.errorMessage(),
             d.attempts(), d.parked(), parksKey));
         sel.nextOffset = d.offset() + 1;
-        ctx.getLog().warn("[{}] offset [{}] dead-lettered after {} attempt(s): {}: {}", partition.shortName(),
-            d.offset(), d.attempts(), d.errorClass(), d.errorMessage());
         continue;
       }
       Inbound<V> record = (Inbound<V>) item;
@@ -411,69 +422,30 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }).orElse(-1L);
   }
 
-  /**
-   * The first hole of the batch between the stored next offset and the offset the sender covers from,
-   * or null. A partition that never stored an offset starts where its first batch starts, provided
-   * the sender vouches for that start (covers from the batch's first offset or below).
-   */
-  private OffsetGapException gap(PartitionState<S> state, PartitionCommand.ApplyBatch cmd) {
-    long stored = state.nextOffset();
-    if (stored == PartitionState.NO_OFFSET) {
-      long first = PartitionCommand.ApplyBatch.firstOffset(cmd.records(), cmd.deadLetters());
-      return cmd.coveredFrom() <= first ? null
-          : new OffsetGapException(partition.entityId(), PartitionState.NO_OFFSET, 0, first);
-    }
-    if (cmd.coveredFrom() <= stored) {
-      return null;
-    }
-    java.util.BitSet present = new java.util.BitSet();
-    long last = stored - 1;
-    for (Inbound<?> r : cmd.records()) {
-      last = mark(present, stored, r.offset(), last);
-    }
-    for (DeadLetter d : cmd.deadLetters()) {
-      last = mark(present, stored, d.offset(), last);
-    }
-    long limit = Math.min(last, cmd.coveredFrom() - 1);
-    int missing = present.nextClearBit(0);
-    if (stored + missing > limit) {
-      return null;
-    }
-    int next = present.nextSetBit(missing);
-    return new OffsetGapException(partition.entityId(), stored, stored + missing, stored + next);
-  }
-
-  private static long mark(java.util.BitSet present, long stored, long offset, long last) {
-    if (offset >= stored && offset - stored < Integer.MAX_VALUE) {
-      present.set((int) (offset - stored));
-    }
-    return Math.max(last, offset);
-  }
-
   private ReplyEffect<BatchEvent, PartitionState<S>> onApplyBatch(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd) {
     if (fenced != null) {
       // Batches queued before the Stop must not be written by a losing incarnation.
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, fenced));
     }
-    OffsetGapException gap = gap(state, cmd);
-    if (gap != null) {
-      // Applying it would move the fencing offset over records nobody applied (seen when a consumer
-      // splits one partition between two streams): refused; the sender proves the holes empty or re-reads.
-      // Debug: on transactional or compacted topics it is routine (the pipeline then vouches for the hole).
-      ctx.getLog().debug("[{}] batch refused: stored next offset [{}], the batch lacks offsets [{}..{}]",
-          partition.shortName(), state.nextOffset(), gap.firstMissing(), gap.nextPresent() - 1);
-      return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, gap));
-    }
     Selection sel;
     try {
-      sel = select(state, cmd.records(), cmd.deadLetters());
+      sel = select(state, cmd.records(), cmd.deadLetters(), cmd.coveredFrom());
+    } catch (OffsetGapException gap) {
+      // Debug: on transactional or compacted topics it is routine (the pipeline then vouches for the hole).
+      ctx.getLog().debug("[{}] batch refused: {}", partition.shortName(), gap.getMessage());
+      return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, gap));
     } catch (FencepostException e) {
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, e));
     }
     if (!sel.toPark.isEmpty()) {
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition,
           new RecordsParkedException(partition.entityId(), sel.toPark)));
+    }
+    // Logged after the checks that refuse a batch outright: a refused batch comes again with them.
+    for (DeadLetterEntry d : sel.deadLetters) {
+      ctx.getLog().warn("[{}] offset [{}] dead-lettered after {} attempt(s): {}: {}", partition.shortName(),
+          d.offset(), d.attempts(), d.errorClass(), d.errorMessage());
     }
     droppedRedelivery += sel.droppedRedelivery;
     metrics.dropped(sel.droppedRedelivery, sel.droppedByKey);

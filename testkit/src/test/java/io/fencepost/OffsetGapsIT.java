@@ -263,12 +263,7 @@ class OffsetGapsIT {
     KafkaPipelineIT.produceTo(broker, topic, 1, 50, "a-", 0);
     ActorSystem<Void> system = KafkaPipelineIT.node("split", postgres);
     try {
-      PipelineSettings settings = PipelineSettings.create(system, "split")
-          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group)
-          .withBatch(500, Duration.ofMillis(20))
-          .withKafkaClient("interceptor.classes", DroppingInterceptor.class.getName());
-      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "split"),
-          new KafkaPipelineIT.PaymentDeserializer(), settings).start();
+      Pipeline pipeline = startBehindInterceptor(system, "split", topic, group);
       awaitNext(pipeline, 50, Duration.ofMinutes(1));
       // The stream will not see offsets 60..89 the first time: the batch it sends lacks them.
       int before = DroppingInterceptor.DROPS.get();
@@ -279,10 +274,7 @@ class OffsetGapsIT {
 
       assertEquals(30, DroppingInterceptor.DROPS.get() - before, "the interceptor hid offsets 60..89 once");
       assertEquals(200, view.nextOffset().getAsLong());
-      assertEquals(200, view.appliedRecords(), "every record applied, the hidden ones included");
-      java.util.Map<Long, Integer> perOffset = KafkaPipelineIT.creditsPerOffset(system, view.partition());
-      assertEquals(200, perOffset.size());
-      assertTrue(perOffset.values().stream().allMatch(n -> n == 1), "each offset credited once: " + perOffset);
+      assertEachOffsetAppliedOnce(system, view, 200);
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
@@ -300,23 +292,34 @@ class OffsetGapsIT {
     int before = DroppingInterceptor.DROPS.get();
     ActorSystem<Void> system = KafkaPipelineIT.node("fresh", postgres);
     try {
-      PipelineSettings settings = PipelineSettings.create(system, "fresh")
-          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
-          .withGroupId(KafkaBroker.uniqueName("fresh")).withBatch(500, Duration.ofMillis(20))
-          .withKafkaClient("interceptor.classes", DroppingInterceptor.class.getName());
-      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "fresh"),
-          new KafkaPipelineIT.PaymentDeserializer(), settings).start();
+      Pipeline pipeline = startBehindInterceptor(system, "fresh", topic, KafkaBroker.uniqueName("fresh"));
       PartitionView view = awaitNext(pipeline, 100, Duration.ofMinutes(2));
       pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
       assertEquals(20, DroppingInterceptor.DROPS.get() - before, "the interceptor hid offsets 10..29 once");
-      assertEquals(100, view.appliedRecords(), "every record applied, the hidden ones included");
-      java.util.Map<Long, Integer> perOffset = KafkaPipelineIT.creditsPerOffset(system, view.partition());
-      assertEquals(100, perOffset.size());
-      assertTrue(perOffset.values().stream().allMatch(n -> n == 1), "each offset credited once: " + perOffset);
+      assertEachOffsetAppliedOnce(system, view, 100);
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
     }
+  }
+
+  /** A TestLedger pipeline whose consumer reads through {@link DroppingInterceptor}. */
+  private static Pipeline startBehindInterceptor(ActorSystem<Void> system, String name, String topic, String group) {
+    PipelineSettings settings = PipelineSettings.create(system, name)
+        .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group)
+        .withBatch(500, Duration.ofMillis(20))
+        .withKafkaClient("interceptor.classes", DroppingInterceptor.class.getName());
+    return KafkaPipeline.create(system, ctx -> new TestLedger(ctx, name), new KafkaPipelineIT.PaymentDeserializer(),
+        settings).start();
+  }
+
+  /** Offsets 0 until {@code records} each applied and credited exactly once, the hidden ones included. */
+  private static void assertEachOffsetAppliedOnce(ActorSystem<?> system, PartitionView view, int records)
+      throws Exception {
+    assertEquals(records, view.appliedRecords(), "every record applied, the hidden ones included");
+    Map<Long, Integer> perOffset = KafkaPipelineIT.creditsPerOffset(system, view.partition());
+    assertEquals(records, perOffset.size());
+    assertTrue(perOffset.values().stream().allMatch(n -> n == 1), "each offset credited once: " + perOffset);
   }
 
   private static PartitionView awaitNext(Pipeline pipeline, long next, Duration timeout) throws Exception {

@@ -98,10 +98,7 @@ final class Comparison {
     }
   }
 
-  /**
-   * The latency run: a fresh topic fed at the offered load for a warm-up of a quarter of the
-   * latency run plus the latency run itself; only records done after the warm-up are measured.
-   */
+  /** The peer's latency run at the common offered load (see {@link #paced}); skipped when saturated. */
   private PeerResult withLatency(Peer peer, Repeated throughput, double offered) throws Exception {
     if (throughput.rate() < offered * 1.05) {
       String note = String.format(Locale.ROOT, "saturated: its maximum %,.0f/s is below the offered %,.0f/s",
@@ -109,19 +106,37 @@ final class Comparison {
       progress.printf("%-10s %-15s skipped (%s)%n", "latency", peer.name(), note);
       return new PeerResult(peer, throughput, null, note);
     }
+    Paced p = paced(infra, plan, "bench-latency-" + peer.name(), offered, run -> timed("latency", peer, run));
+    return new PeerResult(peer, throughput, p.outcome(), String.format(Locale.ROOT,
+        "offered %,.0f/s, achieved %,.0f/s, machine CPU %.0f%% meanwhile", offered, p.achievedRate(),
+        100 * p.cpuMean()));
+  }
+
+  /** Runs a peer on a {@link Run}. */
+  interface RunOnce {
+    Outcome run(Run run) throws Exception;
+  }
+
+  /** A latency run's outcome, the producer's achieved rate and the machine's mean CPU load meanwhile. */
+  record Paced(Outcome outcome, double achievedRate, double cpuMean) {
+  }
+
+  /**
+   * A latency run: a fresh topic fed at {@code offered} records/s for the plan's latency run plus a
+   * warm-up of a quarter of it; only records done after the warm-up are measured.
+   */
+  static Paced paced(Infrastructure infra, Plan plan, String topicPrefix, double offered, RunOnce runOnce)
+      throws Exception {
     Duration warmup = plan.latencyRun().dividedBy(4);
     Duration length = plan.latencyRun().plus(warmup);
     Workload workload = new Workload((int) (offered * length.toMillis() / 1000), plan.recordBytes());
-    String topic = infra.newTopic("bench-latency-" + peer.name(), plan.partitions());
+    String topic = infra.newTopic(topicPrefix, plan.partitions());
     PacedProducer producer = new PacedProducer(infra.bootstrapServers(), topic, workload, offered);
-    Outcome o;
     try (CpuLoad cpu = CpuLoad.start()) {
-      o = timed("latency", peer, Run.paced(infra, topic, plan.partitions(), producer, warmup));
+      Outcome o = runOnce.run(Run.paced(infra, topic, plan.partitions(), producer, warmup));
       producer.await(Consumers.RUN_TIMEOUT);
       infra.deleteTopics(topic);
-      return new PeerResult(peer, throughput, o, String.format(Locale.ROOT,
-          "offered %,.0f/s, achieved %,.0f/s, machine CPU %.0f%% meanwhile", offered, producer.achievedRate(),
-          100 * cpu.mean()));
+      return new Paced(o, producer.achievedRate(), cpu.mean());
     }
   }
 

@@ -56,17 +56,12 @@ final class LatencySweep {
   }
 
   private Point point(double offered, int ms) throws Exception {
-    Duration warmup = plan.latencyRun().dividedBy(4);
-    Duration length = plan.latencyRun().plus(warmup);
-    Workload workload = new Workload((int) (offered * length.toMillis() / 1000), plan.recordBytes());
-    String topic = infra.newTopic("bench-latency-sweep", plan.partitions());
-    PacedProducer producer = new PacedProducer(infra.bootstrapServers(), topic, workload, offered);
-    infra.quiesce();
-    Outcome o = new FencepostPeer(DeliveryMode.EXACTLY_ONCE, Comparison.BATCH_RECORDS, false, Duration.ofMillis(ms))
-        .run(Run.paced(infra, topic, plan.partitions(), producer, warmup));
-    producer.await(Consumers.RUN_TIMEOUT);
-    infra.deleteTopics(topic);
-    return new Point(ms, o);
+    FencepostPeer peer = new FencepostPeer(DeliveryMode.EXACTLY_ONCE, Comparison.BATCH_RECORDS, false,
+        Duration.ofMillis(ms));
+    return new Point(ms, Comparison.paced(infra, plan, "bench-latency-sweep", offered, run -> {
+      infra.quiesce();
+      return peer.run(run);
+    }).outcome());
   }
 
   /** The sweep as a Markdown table. */

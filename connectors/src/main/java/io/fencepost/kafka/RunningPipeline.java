@@ -115,6 +115,9 @@ final class RunningPipeline<V> implements Pipeline {
     volatile boolean inFlight;
     volatile long lastProgressNanos = System.nanoTime();
     volatile long knownNextOffset = -1;
+    // The log start offset read at assignment (-1: unknown); it only grows, so no readable record
+    // lies below it later either.
+    volatile long logStart = -1;
   }
 
   private RunningPipeline(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
@@ -406,21 +409,29 @@ final class RunningPipeline<V> implements Pipeline {
   private CompletionStage<Map<TopicPartition, Object>> seekTargets(List<Pair<TopicPartition, OptionalLong>> positions) {
     Map<TopicPartition, Object> out = new ConcurrentHashMap<>();
     Map<TopicPartition, OffsetSpec> unknown = new HashMap<>();
-    Map<TopicPartition, OffsetSpec> stored = new HashMap<>();
+    Map<TopicPartition, OffsetSpec> fromTheStart = new HashMap<>();
+    Set<TopicPartition> stored = new java.util.HashSet<>();
     for (Pair<TopicPartition, OptionalLong> p : positions) {
       if (p.second().isPresent()) {
         out.put(p.first(), p.second().getAsLong());
-        stored.put(p.first(), OffsetSpec.earliest());
+        stored.add(p.first());
+        fromTheStart.put(p.first(), OffsetSpec.earliest());
       } else if (settings.autoOffsetReset().equals("earliest")) {
         out.put(p.first(), 0L);   // below the log start, the consumer's earliest reset takes over
+        fromTheStart.put(p.first(), OffsetSpec.earliest());
       } else {
         unknown.put(p.first(), OffsetSpec.latest());
       }
     }
-    CompletionStage<Void> starts = stored.isEmpty() ? CompletableFuture.completedFuture(null)
-        : admin.listOffsets(stored).all().toCompletionStage().thenAccept(earliest -> earliest.forEach((tp, info) -> {
+    // Log starts: a batch that starts at one, without holes, vouches for everything before it.
+    CompletionStage<Void> starts = fromTheStart.isEmpty() ? CompletableFuture.completedFuture(null)
+        : admin.listOffsets(fromTheStart).all().toCompletionStage().thenAccept(earliest -> earliest.forEach((tp, info) -> {
+          PartitionProgress progress = assigned.get(partitionId(tp));
+          if (progress != null) {
+            progress.logStart = info.offset();
+          }
           long next = (Long) out.get(tp);
-          if (info.offset() > next) {
+          if (stored.contains(tp) && info.offset() > next) {
             log.error("[{}] {}: stored next offset {} is below the log start {}: records [{}..{}] were deleted by "
                 + "retention before they were applied; seeking to the log start", settings.name(), tp, next,
                 info.offset(), next, info.offset() - 1);
@@ -428,7 +439,8 @@ final class RunningPipeline<V> implements Pipeline {
           }
         })).exceptionally(e -> {
           // Without the log starts the stored offsets still are the safe targets.
-          log.warn("[{}] could not read the log start offsets of {}: {}", settings.name(), stored.keySet(), e.toString());
+          log.warn("[{}] could not read the log start offsets of {}: {}", settings.name(), fromTheStart.keySet(),
+              e.toString());
           return null;
         });
     CompletionStage<Void> ends = unknown.isEmpty() ? CompletableFuture.completedFuture(null)
@@ -521,10 +533,10 @@ final class RunningPipeline<V> implements Pipeline {
     private long first = Long.MAX_VALUE;
     private long last = Long.MIN_VALUE;
     // From which offset on the batch is known to hold every readable record (see ApplyBatch):
-    // nowhere, until the log showed that its holes hold nothing (onGap).
+    // everywhere when it starts at the log start without holes, else nowhere until the log showed
+    // that its holes hold nothing (onGap).
     long coveredFrom = Long.MAX_VALUE;
     int gapChecks;
-    boolean logStartChecked;
 
     BatchWork(PartitionId id, PartitionProgress progress, List<ConsumerMessage.CommittableMessage<byte[], byte[]>> batch) {
       this.id = id;
@@ -540,6 +552,10 @@ final class RunningPipeline<V> implements Pipeline {
         } catch (RuntimeException e) {
           deadLetters.add(new DeadLetter(id, r.offset(), key(r), e.getClass().getName(), e.getMessage(), 1));
         }
+      }
+      long logStart = progress.logStart;
+      if (logStart >= 0 && first <= logStart && last - first + 1 == raw.size()) {
+        coveredFrom = 0;   // nothing readable lies below the log start, and the batch has no holes
       }
     }
 
@@ -681,26 +697,11 @@ final class RunningPipeline<V> implements Pipeline {
       work.coveredFrom = work.first();
       return applyUntilDone(work, attempt);
     }
-    if (fresh && !work.logStartChecked && work.last() - work.first() + 1 == work.raw.size()) {
-      // Usually the first batch starts at the log start, without holes: nothing can be missing, no
-      // read needed. (Holes inside the batch still need the log: they may hide records.)
-      work.logStartChecked = true;
-      return admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).all().toCompletionStage()
-          .handle((starts, e) -> {
-            if (e == null && starts.get(tp) != null && starts.get(tp).offset() >= work.first()) {
-              work.coveredFrom = work.first();
-            }
-            return applyUntilDone(work, attempt);
-          }).thenCompose(f -> f);
-    }
     long from = Math.max(0, gap.storedNextOffset());
     return CompletableFuture.supplyAsync(() -> logProbe.read(tp, from, work.last() + 1, settings.askTimeout()), blocking)
         .handle((range, error) -> {
-          java.util.TreeSet<Long> missing = new java.util.TreeSet<>();
-          if (range != null) {
-            missing.addAll(range.readable());
-            missing.removeAll(work.raw.keySet());
-          }
+          java.util.TreeSet<Long> missing = new java.util.TreeSet<>(range == null ? Set.of() : range.readable());
+          missing.removeAll(work.raw.keySet());
           if (range != null && range.complete() && missing.isEmpty()) {
             if (range.deletedPart() && fresh) {
               log.info("[{}] first records of the partition: it starts at the log start {} (auto-offset-reset "

@@ -22,7 +22,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 public final class LogProbe implements AutoCloseable {
 
   /** What the log holds in a range. */
-  public record Range(long from, long to, TreeSet<Long> readable, long logStart, boolean complete) {
+  public record Range(long from, TreeSet<Long> readable, long logStart, boolean complete) {
 
     /** Offsets of the range deleted by retention before anyone read them ({@code [from, logStart)}). */
     public boolean deletedPart() {
@@ -59,23 +59,23 @@ public final class LogProbe implements AutoCloseable {
     long logStart = consumer.beginningOffsets(List.of(tp), timeout).getOrDefault(tp, 0L);
     long start = Math.max(from, logStart);
     if (start >= to) {
-      return new Range(from, to, readable, logStart, true);
+      return new Range(from, readable, logStart, true);
     }
     consumer.seek(tp, start);
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() < deadline) {
       for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100)).records(tp)) {
         if (r.offset() >= to) {
-          return new Range(from, to, readable, logStart, true);
+          return new Range(from, readable, logStart, true);
         }
         readable.add(r.offset());
       }
       // In read_committed the position also moves past markers and aborted records.
       if (consumer.position(tp, timeout) >= to) {
-        return new Range(from, to, readable, logStart, true);
+        return new Range(from, readable, logStart, true);
       }
     }
-    return new Range(from, to, readable, logStart, false);
+    return new Range(from, readable, logStart, false);
   }
 
   @Override
