@@ -202,6 +202,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     boolean progressed = done.upTo() > publishedUpTo;
     if (progressed) {
       publishedUpTo = done.upTo();
+      if (publishedTotal == 0 && done.published() > 0) {
+        ctx.getLog().info("[{}] outbox relay published its first {} record(s), up to entry {}", partition.shortName(),
+            done.published(), publishedUpTo);
+      }
       publishedTotal += done.published();
       if (done.published() > 0) {
         ctx.getLog().debug("[{}] outbox relay published {} record(s) up to entry {} ({} in all)",
