@@ -4,14 +4,22 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.PartitionActor;
+import io.fencepost.PartitionContext;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.testkit.ClusterNodes;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Metrics;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
@@ -60,6 +68,9 @@ public final class LedgerNode implements AutoCloseable {
         .withFallback(ConfigFactory.defaultReference())
         .resolve();
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
+    // ctx -> new LedgerActor(ctx, outboxTopic), unless a test asks for a held payment (HoldOnceLedger).
+    Function<PartitionContext, PartitionActor<Payment, Ledger, Credited>> ledger =
+        ctx -> HoldOnceLedger.create(ctx, outboxTopic);
     // snippet: start-pipeline
     PipelineSettings settings = PipelineSettings.create(system, "ledger")
         .withBootstrapServers(bootstrap)
@@ -68,8 +79,7 @@ public final class LedgerNode implements AutoCloseable {
     if (outboxTopic.isPresent()) {
       settings = settings.withOutbox(settings.outbox().withEnabled(true));
     }
-    Pipeline pipeline = KafkaPipeline.create(system, ctx -> new LedgerActor(ctx, outboxTopic), new PaymentJson(),
-        settings).start();
+    Pipeline pipeline = KafkaPipeline.create(system, ledger, new PaymentJson(), settings).start();
     // end-snippet: start-pipeline
     return new LedgerNode(system, pipeline);
   }
@@ -120,6 +130,9 @@ public final class LedgerNode implements AutoCloseable {
         "--port", Integer.toString(port), "--seeds", String.join(",", seeds));
   }
 
+  /** {@code fencepost ledger}'s exit status when the cluster downed the node (0 after SIGTERM). */
+  public static final int DOWNED_EXIT_STATUS = 3;
+
   /** {@code fencepost ledger}: runs one node until SIGTERM (graceful) or SIGKILL. */
   static final class Command implements Main.Command {
     @Override
@@ -154,6 +167,9 @@ public final class LedgerNode implements AutoCloseable {
       List<String> seeds = flags.get("seeds")
           .map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
           .orElse(List.of());
+      // Every meter in one in-memory registry, so that the node can say on exit how many writes were fenced.
+      SimpleMeterRegistry meters = new SimpleMeterRegistry();
+      Metrics.addRegistry(meters);
       LedgerNode node = start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
           flags.require("host"), port, seeds, flags.get("outbox-topic"));
       if (flags.isSet("read-model")) {
@@ -162,6 +178,14 @@ public final class LedgerNode implements AutoCloseable {
       System.out.println("READY " + node.system().address());
       System.out.flush();
       node.system().getWhenTerminated().toCompletableFuture().get();
+      System.out.println("fencepost.writes.fenced on this node: "
+          + (long) meters.find("fencepost.writes.fenced").counters().stream().mapToDouble(Counter::count).sum());
+      Optional<CoordinatedShutdown.Reason> reason = CoordinatedShutdown.get(node.system()).getShutdownReason();
+      if (reason.isPresent() && reason.get().equals(CoordinatedShutdown.clusterDowningReason())) {
+        System.err.println("fencepost ledger: this node was downed by the cluster (split-brain resolver or an "
+            + "operator) and stopped; exit status " + DOWNED_EXIT_STATUS + ": let a supervisor start it again");
+        return DOWNED_EXIT_STATUS;
+      }
       return 0;
     }
 

@@ -3,6 +3,9 @@ package io.fencepost.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -72,12 +75,17 @@ class ClusterFailoverIT {
   private final JvmProcess[] nodes = new JvmProcess[3];
 
   @BeforeEach
-  void start(TestInfo info) {
+  void start(TestInfo info) throws IOException {
     logs = Path.of("target", "it-logs", info.getTestMethod().orElseThrow().getName());
     brokerProcess = track(JvmProcess.start("broker", Main.class.getName(),
         List.of("broker", "--topic", TOPIC + ":" + PARTITIONS, "--topic", CREDITED + ":" + PARTITIONS),
         logs.resolve("broker.log")));
     bootstrap = brokerProcess.awaitLine("BOOTSTRAP=", Duration.ofSeconds(90)).substring("BOOTSTRAP=".length());
+    try (var old = Files.list(holdDir())) {
+      for (Path f : old.toList()) {
+        Files.delete(f);   // a claim left by an earlier run would hold nothing
+      }
+    }
     db = Postgres.shared().createDatabase("cluster_it");
     db.installSchema();
     for (int i = 0; i < 3; i++) {
@@ -105,8 +113,18 @@ class ClusterFailoverIT {
     List<String> seeds = List.of("127.0.0.1:" + ports[0], "127.0.0.1:" + ports[1], "127.0.0.1:" + ports[2]);
     List<String> args = new ArrayList<>(LedgerNode.commandLine(bootstrap, TOPIC, GROUP, db, ports[i], seeds));
     args.addAll(List.of("--outbox-topic", CREDITED));
-    nodes[i] = track(JvmProcess.start("node" + i, List.of(STORE_EVERY), Main.class.getName(), args,
+    String hold = "-D" + HoldOnceLedger.HOLD_DIR_PROPERTY + "=" + holdDir().toAbsolutePath();
+    nodes[i] = track(JvmProcess.start("node" + i, List.of(STORE_EVERY, hold), Main.class.getName(), args,
         logs.resolve("node" + i + ".log")));
+  }
+
+  /** Where nodes claim and release held payments (see HoldOnceLedger); emptied by {@link #start}. */
+  private Path holdDir() {
+    try {
+      return Files.createDirectories(logs.resolve("hold"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 
   /** Produces {@code count} payments with unique ids at about {@code perSecond}, round-robin over partitions. */
@@ -306,6 +324,67 @@ class ClusterFailoverIT {
     assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
     System.out.println("zombie: fenced writes seen " + fencedWrites() + ", zombie told it was downed: "
         + nodes[2].countLines("has been downed"));
+  }
+
+  /**
+   * The fencing rule across processes, made deterministic: a node is frozen (SIGSTOP) while a batch
+   * sits inside its partition actor between the handler and the journal write; the partition moves,
+   * the new owner applies the same records and writes; the frozen node resumes and its write must be
+   * rejected by the journal's primary key, not by timing.
+   */
+  @Test
+  void aStaleOwnerFrozenBetweenItsHandlerAndItsJournalWriteIsRejectedByTheJournal() throws Exception {
+    AtomicLongArray produced = new AtomicLongArray(PARTITIONS);
+    Thread before = producer(0, 2_400, 1_200, produced);
+    before.join();
+    // The held payment goes to partition 0, after everything produced so far.
+    long heldOffset = send(0, new Payment("hold-1", "m-held", 4_200), produced);
+    int holder = -1;
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (holder < 0) {
+      assertTrue(System.nanoTime() < deadline, "no node held payment hold-1 within 90 s");
+      for (int i = 0; i < 3; i++) {
+        if (nodes[i].countLines("HOLDING hold-1 at offset " + heldOffset + " ") == 1) {
+          holder = i;
+        }
+      }
+      Thread.sleep(50);
+    }
+    JvmProcess stale = nodes[holder];
+    stale.pause();                                             // SIGSTOP between handler and journal write
+    Thread after = producer(2_400, 2_400, 600, produced);      // traffic goes on while it is frozen
+    // Its partitions move: the new owner recovers the stored offset (below the held record), applies
+    // the held payment (the claim exists, so it does not hold) and journals it.
+    deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (!journal().get(0).containsKey(heldOffset)) {
+      assertTrue(System.nanoTime() < deadline, "the held payment was not applied elsewhere within 120 s");
+      Thread.sleep(500);
+    }
+    Files.createFile(holdDir().resolve("release-hold-1"));
+    stale.resume();                                            // SIGCONT: its handler returns, it writes
+    int status = stale.awaitExit(Duration.ofSeconds(90));
+    after.join();
+    System.out.println("stale owner node" + holder + ": " + stale.countLines("] fenced:") + " fenced write(s), "
+        + "exit status " + status);
+    assertEquals(1, stale.countLines("RELEASED hold-1"), "the frozen handler returned after SIGCONT");
+    assertEquals(1, stale.countLines("[" + GROUP + "|" + TOPIC + "|0] fenced:"), "its journal write was rejected");
+    assertEquals(1, stale.countLines("fencepost.writes.fenced on this node: 1"), "its fenced-write counter");
+    assertEquals(LedgerNode.DOWNED_EXIT_STATUS, status, "the downed node exits with the status for its supervisor");
+    assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
+  }
+
+  /** Sends one payment to {@code partition} and returns its offset (counted in {@code produced}). */
+  private long send(int partition, Payment payment, AtomicLongArray produced) throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(),
+        new org.apache.kafka.common.serialization.ByteArraySerializer())) {
+      long offset = producer.send(new ProducerRecord<>(TOPIC, partition, payment.merchantId(),
+          new PaymentJson().serialize(TOPIC, payment))).get(30, TimeUnit.SECONDS).offset();
+      produced.incrementAndGet(partition);
+      return offset;
+    }
   }
 
   /** Pipeline B: counts the ledger's announcements, deduplicating by the default business key. */

@@ -102,6 +102,14 @@ public final class JvmProcess implements AutoCloseable {
     }
   }
 
+  /** Waits until the process exits and returns its exit status. */
+  public int awaitExit(Duration timeout) {
+    if (!waitFor(timeout)) {
+      throw new IllegalStateException(name + " still runs after " + timeout + "; see " + log);
+    }
+    return process.exitValue();
+  }
+
   public long pid() {
     return process.pid();
   }

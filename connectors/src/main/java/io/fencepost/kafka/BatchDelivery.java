@@ -1,0 +1,308 @@
+package io.fencepost.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeoutException;
+
+import io.fencepost.BatchOutcome;
+import io.fencepost.DeadLetter;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionCommand;
+import io.fencepost.PartitionId;
+import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.OffsetGapException;
+import io.fencepost.errors.RecordsParkedException;
+import io.fencepost.kafka.internal.LogProbe;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Delivers one partition's batches to its actor until each is applied, and decides what every
+ * rejection means: handler failures are retried or dead-lettered, parked keys dead-lettered, offset
+ * gaps checked against the log, journal failures, fences and timeouts resent with backoff. A batch
+ * is never skipped; it is abandoned only when its partition's assignment ends.
+ */
+final class BatchDelivery<V> {
+
+  private static final Logger log = LoggerFactory.getLogger(BatchDelivery.class);
+
+  /** Asked to re-seek a partition whose stream lacks records (see {@link #onGap}). */
+  interface Restarter {
+    void restart(PartitionId id, PartitionProgress assignment, String why);
+  }
+
+  private final ActorSystem<?> system;
+  private final PipelineSettings settings;
+  private final ActorRef<ShardingEnvelope<PartitionCommand>> region;
+  private final Deserializer<V> valueDeserializer;
+  private final DeadLetterPublisher deadLetters;
+  private final RelayRegistry relays;
+  private final LogProbe logProbe;
+  private final Executor blocking;
+  private final Backoff resend;
+  private final Backoff handlerRetry;
+  private final Restarter restarter;
+
+  BatchDelivery(ActorSystem<?> system, PipelineSettings settings, ActorRef<ShardingEnvelope<PartitionCommand>> region,
+      Deserializer<V> valueDeserializer, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
+      Executor blocking, Restarter restarter) {
+    this.system = system;
+    this.settings = settings;
+    this.region = region;
+    this.valueDeserializer = valueDeserializer;
+    this.deadLetters = deadLetters;
+    this.relays = relays;
+    this.logProbe = logProbe;
+    this.blocking = blocking;
+    this.restarter = restarter;
+    this.resend = new Backoff(settings.retryBackoffMin(), settings.retryBackoffMax(), 2.0);
+    this.handlerRetry = new Backoff(settings.handlerRetryInitial(), settings.handlerRetryMax(),
+        settings.handlerRetryMultiplier());
+  }
+
+  /**
+   * Applies one batch of a partition's records (ascending offsets, read by this assignment's
+   * stream); completes with the offset to commit, or empty when the assignment ended first.
+   */
+  CompletionStage<OptionalLong> deliver(PartitionId id, PartitionProgress progress,
+      List<ConsumerRecord<byte[], byte[]>> batch) {
+    if (progress.revoked) {
+      // Buffered when the assignment ended: the next owner reads them from the stored offset.
+      return CompletableFuture.completedFuture(OptionalLong.empty());
+    }
+    BatchWork work = new BatchWork(id, progress, batch);
+    progress.inFlight = true;
+    return deadLetters.publish(id, progress, work.raw, work.deadLetters)
+        .thenCompose(v -> applyUntilDone(work, 0))
+        .whenComplete((o, e) -> {
+          progress.inFlight = false;
+          progress.lastProgressNanos = System.nanoTime();
+          if (o != null && o.isPresent()) {
+            progress.knownNextOffset = o.getAsLong();
+          }
+        });
+  }
+
+  /** One batch on its way to its actor: decoded records, dead letters, attempts per failing offset. */
+  private final class BatchWork {
+    final PartitionId id;
+    final PartitionProgress progress;
+    final Map<Long, ConsumerRecord<byte[], byte[]>> raw = new HashMap<>();
+    final List<Inbound<?>> records = new ArrayList<>();
+    final List<DeadLetter> deadLetters = new ArrayList<>();
+    final Map<Long, Integer> handlerAttempts = new HashMap<>();
+    final long first;
+    final long last;
+    // From which offset on the batch is known to hold every readable record (see ApplyBatch):
+    // everywhere when it starts at the log start without holes, else nowhere until the log showed
+    // that its holes hold nothing (onGap).
+    long coveredFrom = Long.MAX_VALUE;
+    int gapChecks;
+
+    BatchWork(PartitionId id, PartitionProgress progress, List<ConsumerRecord<byte[], byte[]>> batch) {
+      this.id = id;
+      this.progress = progress;
+      long lo = Long.MAX_VALUE;
+      long hi = Long.MIN_VALUE;
+      for (ConsumerRecord<byte[], byte[]> r : batch) {
+        raw.put(r.offset(), r);
+        lo = Math.min(lo, r.offset());
+        hi = Math.max(hi, r.offset());
+        try {
+          records.add(toInbound(id, r));
+        } catch (RuntimeException e) {
+          deadLetters.add(new DeadLetter(id, r.offset(), key(r), e.getClass().getName(), e.getMessage(), 1));
+        }
+      }
+      first = lo;
+      last = hi;
+      long logStart = progress.logStart;
+      if (logStart >= 0 && first <= logStart && last - first + 1 == raw.size()) {
+        coveredFrom = 0;   // nothing readable lies below the log start, and the batch has no holes
+      }
+    }
+  }
+
+  /**
+   * Sends the batch to its actor until it is applied; never skips it. Handler failures are retried
+   * (retriable ones, up to handler-retry.max-attempts) or dead-lettered; journal failures, fences and
+   * timeouts are resent with backoff. Stops trying (without committing) once the assignment ended:
+   * the next owner reads the actor's stored offset.
+   */
+  private CompletionStage<OptionalLong> applyUntilDone(BatchWork work, int attempt) {
+    if (work.progress.revoked) {
+      return CompletableFuture.completedFuture(OptionalLong.empty());
+    }
+    CompletionStage<BatchOutcome> reply = AskPattern.ask(region,
+        (ActorRef<BatchOutcome> replyTo) -> new ShardingEnvelope<>(work.id.entityId(),
+            new PartitionCommand.ApplyBatch(work.records, work.deadLetters, work.coveredFrom, replyTo)),
+        settings.askTimeout(), system.scheduler());
+    return reply.handle((outcome, error) -> {
+      if (outcome instanceof BatchOutcome.Applied applied) {
+        relays.afterApplied(work.id, applied);
+        return CompletableFuture.completedFuture(OptionalLong.of(work.last + 1));
+      }
+      if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof HandlerFailedException h) {
+        return onHandlerFailure(work, h, attempt);
+      }
+      if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof RecordsParkedException p) {
+        return onParked(work, p, attempt);
+      }
+      if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof OffsetGapException gap) {
+        return onGap(work, gap, attempt);
+      }
+      String reason;
+      if (outcome instanceof BatchOutcome.Rejected rejected) {
+        reason = rejected.error().getMessage();
+      } else {
+        reason = error instanceof TimeoutException || (error != null && error.getCause() instanceof TimeoutException)
+            ? "no reply within ask-timeout " + settings.askTimeout() : String.valueOf(error);
+      }
+      work.progress.retries.incrementAndGet();
+      work.progress.lastError = reason;
+      Duration backoff = resend.delay(attempt);
+      log.warn("[{}] batch at offsets [{}..{}] not applied (attempt {}): {}; resending in {} ms", work.id.shortName(),
+          work.first, work.last, attempt + 1, reason, backoff.toMillis());
+      return Backoff.after(system, backoff, () -> applyUntilDone(work, attempt + 1));
+    }).thenCompose(f -> f);
+  }
+
+  private CompletionStage<OptionalLong> onHandlerFailure(BatchWork work, HandlerFailedException h, int attempt) {
+    int tries = work.handlerAttempts.merge(h.offset(), 1, Integer::sum);
+    work.progress.retries.incrementAndGet();
+    work.progress.lastError = h.getMessage();
+    ConsumerRecord<byte[], byte[]> r = work.raw.get(h.offset());
+    if (r == null) {
+      // Cannot happen: the actor only fails on records of this batch. Resend rather than guess.
+      log.error("[{}] handler failure for offset [{}] outside the batch [{}..{}]; resending", work.id.shortName(),
+          h.offset(), work.first, work.last);
+      return Backoff.after(system, resend.delay(attempt), () -> applyUntilDone(work, attempt + 1));
+    }
+    if (h.isRetriable() && tries < settings.handlerRetryMaxAttempts()) {
+      Duration wait = handlerRetry.delay(tries - 1);
+      log.warn("[{}] offset [{}]: handler failed (attempt {} of {}), retrying in {} ms: {}: {}", work.id.shortName(),
+          h.offset(), tries, settings.handlerRetryMaxAttempts(), wait.toMillis(), h.causeClass(), h.causeMessage());
+      return Backoff.after(system, wait, () -> applyUntilDone(work, attempt));
+    }
+    DeadLetter d = new DeadLetter(work.id, h.offset(), key(r), h.causeClass(), h.causeMessage(), tries);
+    log.warn("[{}] offset [{}]: handler failed {} after {} attempt(s); dead-lettering it: {}: {}", work.id.shortName(),
+        h.offset(), h.isRetriable() ? "retriably" : "fatally", tries, h.causeClass(), h.causeMessage());
+    work.records.removeIf(in -> in.offset() == h.offset());
+    work.deadLetters.add(d);
+    return deadLetters.publish(work.id, work.progress, work.raw, List.of(d)).thenCompose(v -> applyUntilDone(work, attempt));
+  }
+
+  /**
+   * The batch lacks offsets between the partition's stored offset and its last record. The log
+   * decides: when it holds no readable record there (transaction markers, aborted or compacted
+   * records, or records deleted by retention: those are lost and said so), the batch is resent
+   * covering from the stored offset. When it does, this stream missed records (which the consumer
+   * never does within one assignment): resent with backoff a few times, then the partition seeks to
+   * its stored offset again.
+   */
+  private CompletionStage<OptionalLong> onGap(BatchWork work, OffsetGapException gap, int attempt) {
+    TopicPartition tp = new TopicPartition(work.id.topic(), work.id.partition());
+    boolean fresh = gap.storedNextOffset() < 0;
+    if (fresh && settings.autoOffsetReset().equals("latest")) {
+      // A partition that never stored an offset starts where it is first read (auto-offset-reset latest).
+      work.coveredFrom = work.first;
+      return applyUntilDone(work, attempt);
+    }
+    long from = Math.max(0, gap.storedNextOffset());
+    return CompletableFuture.supplyAsync(() -> logProbe.read(tp, from, work.last + 1, settings.askTimeout()), blocking)
+        .handle((range, error) -> {
+          TreeSet<Long> missing = new TreeSet<>(range == null ? Set.of() : range.readable());
+          missing.removeAll(work.raw.keySet());
+          if (range != null && range.complete() && missing.isEmpty()) {
+            if (range.deletedPart() && fresh) {
+              log.info("[{}] first records of the partition: it starts at the log start {} (auto-offset-reset "
+                  + "earliest)", work.id.shortName(), range.logStart());
+            } else if (range.deletedPart()) {
+              log.error("[{}] records at offsets [{}..{}] were deleted by retention before they were applied: they are "
+                  + "lost (raise the topic's retention.ms or alert on consumer lag)", work.id.shortName(), from,
+                  range.logStart() - 1);
+            } else {
+              log.debug("[{}] offsets [{}..{}] hold no readable record between the batch's records; resending it",
+                  work.id.shortName(), from, work.last);
+            }
+            work.coveredFrom = from;
+            return applyUntilDone(work, attempt);
+          }
+          String what = range == null ? "the log could not be read (" + error + ")"
+              : !range.complete() ? "the log could not be read up to offset " + work.last + " in time"
+              : missing.size() + " readable record(s) from offset " + missing.first() + " are not in this stream";
+          work.progress.retries.incrementAndGet();
+          work.progress.lastError = gap.getMessage();
+          if (++work.gapChecks >= 4) {
+            restarter.restart(work.id, work.progress, "the stream lacks offsets after the stored offset " + from
+                + " (" + what + ")");
+            return CompletableFuture.completedFuture(OptionalLong.empty());
+          }
+          Duration backoff = resend.delay(attempt);
+          log.warn("[{}] batch at offsets [{}..{}] would skip records after stored offset {}: {}; resending in {} ms",
+              work.id.shortName(), work.first, work.last, from, what, backoff.toMillis());
+          return Backoff.after(system, backoff, () -> applyUntilDone(work, attempt + 1));
+        }).thenCompose(f -> f);
+  }
+
+  /** Per-key ordering: dead-letters records whose key is parked (marked parked), then resends the rest. */
+  private CompletionStage<OptionalLong> onParked(BatchWork work, RecordsParkedException parked, int attempt) {
+    List<DeadLetter> letters = new ArrayList<>();
+    for (long offset : parked.offsets()) {
+      ConsumerRecord<byte[], byte[]> r = work.raw.get(offset);
+      if (r == null || work.deadLetters.stream().anyMatch(d -> d.offset() == offset)) {
+        continue;
+      }
+      letters.add(new DeadLetter(work.id, offset, key(r), "parked",
+          "key [" + key(r).orElse("") + "] is parked behind an earlier failed record; replay that one first", 1, true));
+    }
+    log.info("[{}] parking {} record(s) behind failed records of their keys: offsets {}", work.id.shortName(),
+        letters.size(), parked.offsets());
+    work.records.removeIf(in -> parked.offsets().contains(in.offset()));
+    work.deadLetters.addAll(letters);
+    return deadLetters.publish(work.id, work.progress, work.raw, letters).thenCompose(v -> applyUntilDone(work, attempt));
+  }
+
+  private static Optional<String> key(ConsumerRecord<byte[], byte[]> r) {
+    return r.key() == null ? Optional.empty() : Optional.of(new String(r.key(), StandardCharsets.UTF_8));
+  }
+
+  private Inbound<V> toInbound(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
+    Map<String, byte[]> headers = new HashMap<>();
+    for (Header h : r.headers()) {
+      headers.put(h.key(), h.value() == null ? new byte[0] : h.value());
+    }
+    if (r.value() != null && r.value().length > settings.deadLetterMaxRecordBytes()) {
+      throw new RecordTooLargeException("value of " + r.value().length + " bytes exceeds fencepost.pipelines."
+          + settings.name() + ".dead-letter.max-record-bytes = " + settings.deadLetterMaxRecordBytes());
+    }
+    V value = valueDeserializer.deserialize(r.topic(), r.headers(), r.value());
+    if (value == null) {
+      throw new SerializationException("the value deserializer returned null for a "
+          + (r.value() == null ? "null (tombstone)" : r.value().length + "-byte") + " value");
+    }
+    return new Inbound<>(id, r.offset(), key(r), value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())));
+  }
+}

@@ -1,0 +1,599 @@
+package io.fencepost.kafka;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.fencepost.PartitionId;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.kafka.ConsumerSettings;
+import org.apache.pekko.stream.BoundedSourceQueue;
+import org.apache.pekko.stream.QueueOfferResult;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The ownership state machine of one pipeline on one node. One thread owns the {@link KafkaConsumer}
+ * and handles, strictly in the order Kafka delivers them, every assignment and revocation; nothing
+ * another thread computes acts on a partition except through this thread, after checking that the
+ * assignment it was computed for is still the current one.
+ *
+ * <p>A partition's life on this node:
+ * <ol>
+ *   <li><b>assigned</b> (rebalance listener): paused at once, so not one record is fetched for it;
+ *       its shard is claimed and its actor asked for the stored offset, off this thread;</li>
+ *   <li><b>flowing</b> (when that answer arrives and the same assignment still holds): seeked to the
+ *       stored offset, one stream started, resumed. The consumer's committed offset is never used;</li>
+ *   <li><b>revoked or lost</b> (rebalance listener): its stream stops taking batches, the batch in
+ *       flight may finish (bounded by {@code drain-timeout}), its last applied offset is committed.
+ *       A preparation still under way is cancelled. Only then does the listener return, so in a
+ *       cooperative rebalance the next owner is assigned the partition after this node let go.</li>
+ * </ol>
+ * A partition is seeked only while assigned, served by at most one stream at a time (a new stream
+ * starts only after the previous one of that partition ended), and backpressured by pausing it.
+ */
+final class PartitionOwnership {
+
+  private static final Logger log = LoggerFactory.getLogger(PartitionOwnership.class);
+  private static final Duration POLL = Duration.ofMillis(200);
+
+  private final ActorSystem<?> system;
+  private final PipelineSettings settings;
+  private final ShardPlacement placement;
+  private final BatchDelivery<?> delivery;
+  private final RelayRegistry relays;
+  private final Map<String, Object> consumerProperties;
+  private final int highWater;
+  private final int lowWater;
+  private final int queueCapacity;
+  private final Backoff restartBackoff;
+
+  /** The assignment of every partition this node holds, for status and the stall check (any thread). */
+  private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
+  /** Work for the consumer thread, posted by other threads. */
+  private final ConcurrentLinkedQueue<Runnable> inbox = new ConcurrentLinkedQueue<>();
+  /** Next offsets to commit (lag only), written by the streams. */
+  private final Map<TopicPartition, Long> toCommit = new ConcurrentHashMap<>();
+  private final AtomicLong appliedSinceCommit = new AtomicLong();
+  private final CompletableFuture<Done> stopped = new CompletableFuture<>();
+  private final Thread thread;
+  private volatile boolean stopRequested;
+  private volatile KafkaConsumer<byte[], byte[]> consumer;
+
+  // Counters of what must never happen (asserted on in tests) and of partition restarts.
+  private final AtomicLong secondStreams = new AtomicLong();
+  private final AtomicLong unexpectedRecords = new AtomicLong();
+  private final AtomicLong partitionRestarts = new AtomicLong();
+
+  // Consumer thread only.
+  private final Map<TopicPartition, Owned> owned = new HashMap<>();
+  /** Completion of the latest stream of each partition: the next one starts after it. */
+  private final Map<TopicPartition, CompletionStage<Done>> lastStream = new HashMap<>();
+  private long lastCommitNanos = System.nanoTime();
+
+  /** One assignment of one partition. */
+  private final class Owned {
+    final TopicPartition tp;
+    final PartitionId id;
+    final PartitionProgress progress = new PartitionProgress();
+    final AtomicInteger buffered = new AtomicInteger();
+    /** Set (by the consumer thread) while the partition is paused because its stream is full. */
+    volatile boolean backpressured;
+    /** Cancels the preparation: set when the assignment ends. */
+    volatile boolean over;
+    BoundedSourceQueue<ConsumerRecord<byte[], byte[]>> queue;
+    CompletionStage<Done> done = CompletableFuture.completedFuture(Done.getInstance());
+
+    Owned(TopicPartition tp) {
+      this.tp = tp;
+      this.id = partitionId(tp);
+    }
+  }
+
+  PartitionOwnership(ActorSystem<?> system, PipelineSettings settings, ShardPlacement placement,
+      BatchDelivery<?> delivery, RelayRegistry relays) {
+    this.system = system;
+    this.settings = settings;
+    this.placement = placement;
+    this.delivery = delivery;
+    this.relays = relays;
+    this.consumerProperties = consumerProperties(system, settings);
+    int maxPoll = Integer.parseInt(String.valueOf(consumerProperties.getOrDefault(ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+        "500")));
+    this.highWater = Math.max(2 * settings.maxBatchRecords(), maxPoll);
+    this.lowWater = Math.max(1, highWater / 2);
+    this.queueCapacity = highWater + maxPoll;
+    this.restartBackoff = new Backoff(settings.retryBackoffMin(), settings.retryBackoffMax(), 2.0);
+    this.thread = new Thread(this::run, "fencepost-consumer-" + settings.name());
+    this.thread.setDaemon(true);
+  }
+
+  /**
+   * The consumer's properties: Pekko's {@code pekko.kafka.consumer.kafka-clients}, then the
+   * pipeline's {@code kafka-clients}; offsets never auto-committed; cooperative rebalancing unless an
+   * assignor is configured.
+   */
+  static Map<String, Object> consumerProperties(ActorSystem<?> system, PipelineSettings settings) {
+    Map<String, Object> props = new HashMap<>(
+        ConsumerSettings.create(system, new ByteArrayDeserializer(), new ByteArrayDeserializer()).getProperties());
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+    props.putAll(settings.kafkaClients());
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, settings.groupId());
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, settings.autoOffsetReset());
+    return props;
+  }
+
+  /** Creates and subscribes the consumer here (so that bad settings fail the start), then runs it on its thread. */
+  void start() {
+    consumer = new KafkaConsumer<>(consumerProperties, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    consumer.subscribe(settings.topics(), new Listener());
+    thread.start();
+  }
+
+  Map<PartitionId, PartitionProgress> assigned() {
+    return assigned;
+  }
+
+  /** Counts of what must never happen: a second stream of a partition, records of a partition not flowing. */
+  long anomalies() {
+    return secondStreams.get() + unexpectedRecords.get();
+  }
+
+  long partitionRestarts() {
+    return partitionRestarts.get();
+  }
+
+  /** Stops consuming: buffered and in-flight batches finish (bounded by drain-timeout), then the consumer closes. */
+  CompletionStage<Done> stop() {
+    stopRequested = true;
+    wakeup();
+    return stopped;
+  }
+
+  /**
+   * Seeks a partition to its stored offset again with a new stream, if {@code assignment} is still
+   * its current assignment (a stream that misses records, or a stalled partition).
+   */
+  void restart(PartitionId id, PartitionProgress assignment, String why) {
+    post(() -> {
+      Owned o = owned.get(new TopicPartition(id.topic(), id.partition()));
+      if (o == null || o.progress != assignment || consumer == null) {
+        return;
+      }
+      partitionRestarts.incrementAndGet();
+      log.warn("[{}] {}: seeking it to its actor's stored offset again", id.shortName(), why);
+      end(o);
+      consumer.pause(List.of(o.tp));
+      prepare(List.of(o.tp));
+    });
+  }
+
+  private void post(Runnable task) {
+    inbox.add(task);
+    wakeup();
+  }
+
+  private void wakeup() {
+    KafkaConsumer<byte[], byte[]> c = consumer;
+    if (c != null) {
+      c.wakeup();
+    }
+  }
+
+  private PartitionId partitionId(TopicPartition tp) {
+    return new PartitionId(settings.groupId(), tp.topic(), tp.partition());
+  }
+
+  private void run() {
+    int failures = 0;
+    long lastFailure = 0;
+    while (!stopRequested) {
+      try {
+        if (consumer == null) {
+          consumer = new KafkaConsumer<>(consumerProperties, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+          consumer.subscribe(settings.topics(), new Listener());
+        }
+        runInbox();
+        maybeCommit();
+        ConsumerRecords<byte[], byte[]> records;
+        try {
+          records = consumer.poll(POLL);
+        } catch (WakeupException e) {
+          continue;
+        }
+        if (failures > 0 && System.nanoTime() - lastFailure > 6 * settings.retryBackoffMax().toNanos()) {
+          failures = 0;   // healthy for a while: the next failure backs off from the start again
+        }
+        for (TopicPartition tp : records.partitions()) {
+          offer(tp, records.records(tp));
+        }
+      } catch (RuntimeException | Error e) {
+        if (stopRequested) {
+          break;
+        }
+        Duration wait = restartBackoff.delay(failures++);
+        lastFailure = System.nanoTime();
+        log.error("[{}] consumer failed; closing it and starting a new one in {} ms (its partitions are re-assigned "
+            + "and seek to their actors' stored offsets): {}", settings.name(), wait.toMillis(), e.toString(), e);
+        try {
+          // Let go of every partition at once: no heartbeats run while a closing consumer's listener waits.
+          new ArrayList<>(owned.values()).forEach(o -> {
+            end(o);
+            relays.stop(o.id);
+          });
+          closeConsumer();
+        } catch (RuntimeException | Error closing) {
+          log.warn("[{}] closing the failed consumer: {}", settings.name(), closing.toString());
+          consumer = null;
+        }
+        sleep(wait);
+      }
+    }
+    try {
+      drain();
+    } catch (RuntimeException e) {
+      log.warn("[{}] stopping the consumer: {}", settings.name(), e.toString());
+    } finally {
+      stopped.complete(Done.getInstance());
+    }
+  }
+
+  private void runInbox() {
+    Runnable task;
+    while ((task = inbox.poll()) != null) {
+      task.run();
+    }
+  }
+
+  /** Hands a partition's polled records to its stream; pauses the partition when its stream is full. */
+  private void offer(TopicPartition tp, List<ConsumerRecord<byte[], byte[]>> records) {
+    Owned o = owned.get(tp);
+    if (o == null || o.queue == null) {
+      // Paused partitions return no records; not one may reach a stream that did not seek.
+      unexpectedRecords.incrementAndGet();
+      log.error("[{}] {} records of {} polled while it is {}: not delivered (a bug; its records are read again "
+          + "from the stored offset)", settings.name(), records.size(), tp, o == null ? "not assigned" : "not seeked yet");
+      return;
+    }
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      if (o.queue.offer(r) != QueueOfferResult.enqueued()) {
+        // Full (or ended): read this record again once the stream took what it holds.
+        consumer.seek(tp, r.offset());
+        pause(o);
+        return;
+      }
+      o.buffered.incrementAndGet();
+    }
+    if (o.buffered.get() >= highWater) {
+      pause(o);
+    }
+  }
+
+  private void pause(Owned o) {
+    if (!o.backpressured) {
+      o.backpressured = true;
+      consumer.pause(List.of(o.tp));
+      // The stream may have drained meanwhile without seeing the flag: look again.
+      resumeIfDrained(o);
+    }
+  }
+
+  private void resumeIfDrained(Owned o) {
+    if (o.backpressured && owned.get(o.tp) == o && o.buffered.get() <= lowWater) {
+      o.backpressured = false;
+      consumer.resume(List.of(o.tp));
+    }
+  }
+
+  /** Newly assigned partitions: claim their shards and find their seek targets, off this thread. */
+  private void prepare(Collection<TopicPartition> tps) {
+    Set<PartitionId> ids = new HashSet<>();
+    List<Owned> fresh = new ArrayList<>();
+    for (TopicPartition tp : tps) {
+      Owned o = new Owned(tp);
+      owned.put(tp, o);
+      assigned.put(o.id, o.progress);
+      ids.add(o.id);
+      fresh.add(o);
+    }
+    CompletionStage<Done> claimed = placement.claim(ids);
+    for (Owned o : fresh) {
+      CompletionStage<Done> previous = lastStream.getOrDefault(o.tp, CompletableFuture.completedFuture(Done.getInstance()));
+      previousEnded(o, previous)
+          .thenCompose(v -> claimed)
+          .thenCompose(v -> placement.seekTarget(o.id, o.progress, () -> !o.over))
+          .whenComplete((target, error) -> post(() -> prepared(o, target, error)));
+    }
+  }
+
+  /** Waits for the previous stream of the partition to end (its in-flight batch is bounded by ask-timeout). */
+  private CompletionStage<Done> previousEnded(Owned o, CompletionStage<Done> previous) {
+    Duration bound = settings.askTimeout().plus(settings.drainTimeout());
+    return previous.toCompletableFuture().exceptionally(e -> Done.getInstance())
+        .completeOnTimeout(null, bound.toMillis(), TimeUnit.MILLISECONDS)
+        .thenApply(done -> {
+          if (done == null) {
+            secondStreams.incrementAndGet();
+            log.error("[{}] the previous stream of {} has not ended after {}; starting the new one anyway (the "
+                + "journal still refuses any batch that would skip or repeat an offset)", settings.name(), o.tp, bound);
+          }
+          return Done.getInstance();
+        });
+  }
+
+  /** The seek target of an assignment arrived (consumer thread): start its stream if it still holds. */
+  private void prepared(Owned o, Long target, Throwable error) {
+    if (owned.get(o.tp) != o || o.over || o.queue != null) {
+      log.debug("[{}] preparation of {} ended: its assignment ended meanwhile", settings.name(), o.tp);
+      return;
+    }
+    if (error != null) {
+      Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
+          ? error.getCause() : error;
+      if (!(cause instanceof CancellationException) || !o.over) {
+        log.warn("[{}] could not find where {} starts: {}; asking again", settings.name(), o.tp, cause.toString());
+        Backoff.after(system, settings.retryBackoffMin(), () -> placement.claim(Set.of(o.id))
+                .thenCompose(v -> placement.seekTarget(o.id, o.progress, () -> !o.over)))
+            .whenComplete((t, e) -> post(() -> prepared(o, t, e)));
+      }
+      return;
+    }
+    if (!consumer.assignment().contains(o.tp)) {
+      // Cannot happen: revocation removes the assignment first.
+      unexpectedRecords.incrementAndGet();
+      log.error("[{}] {} is not assigned to this consumer any more; not seeking it (a bug)", settings.name(), o.tp);
+      return;
+    }
+    consumer.seek(o.tp, target);
+    o.progress.knownNextOffset = target;
+    o.queue = startStream(o);
+    o.progress.flowing = true;
+    o.progress.lastProgressNanos = System.nanoTime();
+    consumer.resume(List.of(o.tp));
+    relays.start(o.id);
+    log.info("[{}] seeking to stored offsets {}", settings.name(), Map.of(o.tp, target));
+  }
+
+  private BoundedSourceQueue<ConsumerRecord<byte[], byte[]>> startStream(Owned o) {
+    Pair<BoundedSourceQueue<ConsumerRecord<byte[], byte[]>>, CompletionStage<Done>> pair =
+        Source.<ConsumerRecord<byte[], byte[]>>queue(queueCapacity)
+            .groupedWithin(settings.maxBatchRecords(), settings.maxBatchLatency())
+            .mapAsync(1, batch -> delivery.deliver(o.id, o.progress, batch)
+                .thenApply(next -> Pair.create(batch.size(), next)))
+            .toMat(Sink.foreach(done -> afterBatch(o, done.first(), done.second())), Keep.both())
+            .run(system);
+    o.done = pair.second().whenComplete((d, e) -> {
+      if (e != null && !o.over) {
+        log.error("[{}] stream of {} failed: {}", settings.name(), o.tp, e.toString(), e);
+        restart(o.id, o.progress, "its stream failed");
+      }
+    });
+    lastStream.put(o.tp, o.done);
+    return pair.first();
+  }
+
+  /** A batch of {@code size} records left the stream (stream thread). */
+  private void afterBatch(Owned o, int size, OptionalLong next) {
+    if (next.isPresent()) {
+      toCommit.merge(o.tp, next.getAsLong(), Math::max);
+      appliedSinceCommit.addAndGet(size);
+    }
+    if (o.buffered.addAndGet(-size) <= lowWater && o.backpressured) {
+      post(() -> resumeIfDrained(o));
+    }
+  }
+
+  /** Ends an assignment (consumer thread): no more batches are sent, a preparation under way is dropped. */
+  private void end(Owned o) {
+    owned.remove(o.tp, o);
+    assigned.remove(o.id, o.progress);
+    o.progress.revoked = true;
+    o.progress.flowing = false;
+    close(o);
+  }
+
+  /** Completes the assignment's stream (it ends after the batch in flight) and cancels its preparation. */
+  private static void close(Owned o) {
+    if (!o.over) {
+      o.over = true;
+      if (o.queue != null) {
+        o.queue.complete();
+      }
+    }
+  }
+
+  private void maybeCommit() {
+    if (toCommit.isEmpty() || (appliedSinceCommit.get() < settings.commitMaxBatch()
+        && System.nanoTime() - lastCommitNanos < settings.commitMaxInterval().toNanos())) {
+      return;
+    }
+    toCommit.keySet().retainAll(owned.keySet());
+    commit(new HashSet<>(owned.keySet()), false);
+  }
+
+  /** Commits the applied offsets of {@code tps} to Kafka (consumer lag only; the journal is the truth). */
+  private void commit(Set<TopicPartition> tps, boolean sync) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+    for (TopicPartition tp : tps) {
+      Long next = toCommit.remove(tp);
+      if (next != null) {
+        offsets.put(tp, new OffsetAndMetadata(next));
+      }
+    }
+    lastCommitNanos = System.nanoTime();
+    appliedSinceCommit.set(0);
+    if (offsets.isEmpty()) {
+      return;
+    }
+    try {
+      if (sync) {
+        try {
+          consumer.commitSync(offsets, Duration.ofSeconds(2));
+        } catch (WakeupException e) {
+          consumer.commitSync(offsets, Duration.ofSeconds(2));   // a wakeup meant for poll(): once more
+        }
+      } else {
+        consumer.commitAsync(offsets, (o, e) -> {
+          if (e != null) {
+            log.debug("[{}] commit of {} failed (lag only): {}", settings.name(), o, e.toString());
+          }
+        });
+      }
+    } catch (RuntimeException e) {
+      log.debug("[{}] commit of {} failed (lag only): {}", settings.name(), offsets, e.toString());
+    }
+  }
+
+  /** Ends assignments (revoked, lost, or the consumer closes): waits for their in-flight batches. */
+  private void release(Collection<TopicPartition> tps, boolean lost) {
+    List<Owned> ended = new ArrayList<>();
+    for (TopicPartition tp : tps) {
+      Owned o = owned.get(tp);
+      if (o != null) {
+        end(o);
+        relays.stop(o.id);
+        ended.add(o);
+      }
+    }
+    if (ended.isEmpty()) {
+      return;
+    }
+    awaitStreams(ended);
+    if (!lost) {
+      commit(new HashSet<>(tps), true);
+    } else {
+      tps.forEach(toCommit::remove);
+    }
+  }
+
+  private void awaitStreams(List<Owned> streams) {
+    // The partition's latest stream too: after a restart it can still run while the new one prepares.
+    CompletableFuture<?>[] all = streams.stream()
+        .flatMap(o -> java.util.stream.Stream.of(o.done, lastStream.getOrDefault(o.tp, o.done)))
+        .map(done -> done.toCompletableFuture().exceptionally(e -> null))
+        .toArray(CompletableFuture[]::new);
+    try {
+      CompletableFuture.allOf(all).get(settings.drainTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      log.info("[{}] in-flight batches of {} did not finish within drain-timeout {}; abandoned (the next owner "
+          + "reads the actor's stored offset)", settings.name(), streams.stream().map(o -> o.tp).toList(),
+          settings.drainTimeout());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException e) {
+      // each future swallows its own failure
+    }
+  }
+
+  /** Reacts to the group's decisions on the consumer thread, inside poll(). */
+  private final class Listener implements ConsumerRebalanceListener {
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+      if (partitions.isEmpty()) {
+        return;
+      }
+      List<TopicPartition> fresh = partitions.stream().filter(tp -> !owned.containsKey(tp)).toList();
+      consumer.pause(fresh);
+      log.info("[{}] assigned {}", settings.name(), fresh);
+      prepare(fresh);
+    }
+
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      if (!partitions.isEmpty()) {
+        log.info("[{}] revoked {}", settings.name(), partitions);
+        release(partitions, false);
+      }
+    }
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      if (!partitions.isEmpty()) {
+        log.warn("[{}] lost {} (this consumer left the group, e.g. after a long pause); their actors' fence refuses "
+            + "any write of this node that another owner overtook", settings.name(), partitions);
+        release(partitions, true);
+      }
+    }
+  }
+
+  private void closeConsumer() {
+    KafkaConsumer<byte[], byte[]> c = consumer;
+    if (c == null) {
+      return;
+    }
+    try {
+      c.close(Duration.ofSeconds(5));   // revokes (listener) and leaves the group
+    } catch (RuntimeException e) {
+      log.debug("[{}] closing the consumer: {}", settings.name(), e.toString());
+    }
+    List<Owned> left = new ArrayList<>(owned.values());
+    left.forEach(o -> {
+      end(o);
+      relays.stop(o.id);
+    });
+    consumer = null;
+  }
+
+  /** Stop: buffered records are still applied (bounded by drain-timeout), offsets committed, consumer closed. */
+  private void drain() {
+    List<Owned> all = new ArrayList<>(owned.values());
+    log.info("[{}] stopping: draining in-flight batches of {} partition(s)", settings.name(), all.size());
+    try {
+      all.forEach(PartitionOwnership::close);
+      awaitStreams(all);
+      if (consumer != null) {
+        commit(new HashSet<>(owned.keySet()), true);
+      }
+    } finally {
+      all.forEach(o -> {
+        end(o);
+        relays.stop(o.id);
+      });
+      closeConsumer();
+    }
+  }
+
+  private void sleep(Duration wait) {
+    long until = System.nanoTime() + wait.toNanos();
+    while (!stopRequested && System.nanoTime() < until) {
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+}

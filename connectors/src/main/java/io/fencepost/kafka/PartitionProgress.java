@@ -1,0 +1,25 @@
+package io.fencepost.kafka;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * What this node knows of one assignment of a partition: created when the partition is assigned,
+ * marked revoked when it is revoked (or the assignment is restarted), never reused afterwards, so a
+ * late callback of an earlier assignment can always tell that it is stale.
+ */
+final class PartitionProgress {
+  final AtomicLong retries = new AtomicLong();
+  volatile String lastError = "";
+  /** No batch of this assignment is sent again once set. */
+  volatile boolean revoked;
+  /** Set once the partition seeked to its stored offset and its stream runs. */
+  volatile boolean flowing;
+  volatile boolean inFlight;
+  volatile long lastProgressNanos = System.nanoTime();
+  volatile long knownNextOffset = -1;
+  /**
+   * The log start offset read at assignment (-1: unknown); it only grows, so no readable record lies
+   * below it later either.
+   */
+  volatile long logStart = -1;
+}

@@ -1,0 +1,81 @@
+package io.fencepost.kafka;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.fencepost.BatchOutcome;
+import io.fencepost.PartitionId;
+import io.fencepost.kafka.internal.ProducerSafety;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The outbox relays of the partitions this node owns, one per partition, and their producer. */
+final class RelayRegistry {
+
+  private static final Logger log = LoggerFactory.getLogger(RelayRegistry.class);
+
+  private final ActorSystem<?> system;
+  private final PipelineSettings settings;
+  private final KafkaProducer<byte[], byte[]> producer;
+  private final Map<PartitionId, ActorRef<OutboxRelay.Command>> relays = new ConcurrentHashMap<>();
+  private final AtomicLong started = new AtomicLong();
+  private final AtomicBoolean offWarned = new AtomicBoolean();
+
+  RelayRegistry(ActorSystem<?> system, PipelineSettings settings) {
+    this.system = system;
+    this.settings = settings;
+    this.producer = settings.outbox().enabled()
+        ? new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(), settings.outbox().producer(),
+            "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients"),
+            new ByteArraySerializer(), new ByteArraySerializer())
+        : null;
+  }
+
+  /** Runs the relay of a partition this node now owns (its stream seeked to the actor's offset). */
+  void start(PartitionId id) {
+    if (producer == null) {
+      return;
+    }
+    relays.computeIfAbsent(id, k -> system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer),
+        "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()));
+  }
+
+  void stop(PartitionId id) {
+    ActorRef<OutboxRelay.Command> relay = relays.remove(id);
+    if (relay != null) {
+      relay.tell(OutboxRelay.Stop.INSTANCE);
+    }
+  }
+
+  void stopAll() {
+    relays.keySet().forEach(this::stop);
+  }
+
+  /** After a batch was applied: wakes its partition's relay when the batch wrote outbox records. */
+  void afterApplied(PartitionId id, BatchOutcome.Applied applied) {
+    if (applied.published() == 0) {
+      return;
+    }
+    ActorRef<OutboxRelay.Command> relay = relays.get(id);
+    if (relay != null) {
+      relay.tell(OutboxRelay.Wake.INSTANCE);
+    } else if (producer == null && offWarned.compareAndSet(false, true)) {
+      log.error("[{}] handlers write outbox records (Effects.andPublish) but fencepost.pipelines.{}.outbox.enabled "
+          + "is off: they are journaled and wait unpublished; set it to on", settings.name(), settings.name());
+    }
+  }
+
+  void close(Duration timeout) {
+    if (producer != null) {
+      producer.close(timeout);
+    }
+  }
+}
