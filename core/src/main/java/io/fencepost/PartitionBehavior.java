@@ -25,9 +25,11 @@ import io.fencepost.internal.KeyDigest;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
+import io.fencepost.internal.UniqueKeyViolation;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.persistence.typed.JournalPersistFailed;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.RecoveryCompleted;
 import org.apache.pekko.persistence.typed.RecoveryFailed;
@@ -84,6 +86,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private long droppedRedelivery;
   private boolean statementLogged;
+  // Set when the journal refused the in-flight write on its unique key (counted and logged then).
+  private boolean fencedByKey;
   // Set when this incarnation lost a write: it answers nothing more but "fenced" until it stops.
   private PartitionFencedException fenced;
   // The external call in flight (its id): while set, batches wait in the stash.
@@ -160,6 +164,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   public SignalHandler<PartitionState<S>> signalHandler() {
     return newSignalHandlerBuilder()
         .onSignal(RecoveryCompleted.instance(), this::onRecoveryCompleted)
+        .onSignal(JournalPersistFailed.class, (state, failed) -> onPersistFailed(failed.getFailure()))
         .onSignal(RecoveryFailed.class, (state, failed) ->
             ctx.getLog().warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(),
                 failed.getFailure().toString()))
@@ -173,6 +178,22 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
                 + "next one succeeds): {}", partition.shortName(), failed.metadata().sequenceNr(),
                 failed.getFailure().toString()))
         .build();
+  }
+
+  /**
+   * A write failed. When the journal refused it on its unique (persistence id, sequence number) key,
+   * another incarnation wrote that sequence number first: this one is fenced, and that is known now,
+   * before the recovery that follows (which a node shutting down may never run).
+   */
+  private void onPersistFailed(Throwable failure) {
+    if (pendingEvent != null && UniqueKeyViolation.in(failure)) {
+      fencedByKey = true;
+      metrics.fenced();
+      ctx.getLog().warn("[{}] [{}] fenced: the journal refused this incarnation's write of offsets [{}..{}] on its "
+          + "unique key: another incarnation wrote the same sequence number first. Nothing of the batch was applied; "
+          + "the actor recovers the other's write and stops.", partition.shortName(), partition.entityId(),
+          pendingEvent.fromOffset(), pendingEvent.nextOffset() - 1);
+    }
   }
 
   private void onRecoveryCompleted(PartitionState<S> state) {
@@ -213,11 +234,17 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       replyTo.tell(outcome);
       return;
     }
+    boolean counted = fencedByKey;
+    fencedByKey = false;
     if (state.batches() > before) {
-      metrics.fenced();
       PartitionFencedException fenced =
           new PartitionFencedException(partition.entityId(), event.fromOffset(), state.nextOffset());
-      ctx.getLog().warn("[{}] {}", partition.shortName(), fenced.getMessage());
+      if (counted) {
+        ctx.getLog().debug("[{}] {}", partition.shortName(), fenced.getMessage());
+      } else {
+        metrics.fenced();
+        ctx.getLog().warn("[{}] {}", partition.shortName(), fenced.getMessage());
+      }
       this.fenced = fenced;
       replyTo.tell(new BatchOutcome.Rejected(partition, fenced));
       ctx.getSelf().tell(new PartitionCommand.Stop());

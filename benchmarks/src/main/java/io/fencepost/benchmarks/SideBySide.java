@@ -22,6 +22,9 @@ import java.util.Optional;
  *       recording; writes {@code profile.md} (see {@link Profile}).
  *   <li>{@code latency}: only the {@code batch.max-latency} sweep of {@code full}, at a given offered
  *       load (after one discarded run that warms the JIT).
+ *   <li>{@code failover}: partition fail-over of a 3-node ledger cluster under a steady load, over
+ *       SIGKILLs, SIGTERMs and restarts of its nodes (see {@link Failover}); writes {@code failover.md}
+ *       and exits 1 if a partition never applied again.
  * </ul>
  *
  * <p>Run: {@code java -cp ... io.fencepost.benchmarks.SideBySide quick|full|profile [results-dir]}
@@ -44,8 +47,11 @@ public final class SideBySide {
       }
       case "latency" -> latency(Plan.full(), Double.parseDouble(args.length > 2 ? args[2] : "50000"), results,
           System.out);
+      case "failover" -> Failover.run(results, args.length > 2 ? Integer.parseInt(args[2]) : Failover.DEFAULT_RUNS,
+          System.out);
       default -> {
-        System.err.println("usage: SideBySide quick|full|profile [results-dir] | latency results-dir records-per-second");
+        System.err.println("usage: SideBySide quick|full|profile [results-dir] | latency results-dir records-per-second"
+            + " | failover results-dir [runs]");
         yield false;
       }
     };

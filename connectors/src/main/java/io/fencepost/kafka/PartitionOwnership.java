@@ -11,12 +11,15 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 
 import io.fencepost.PartitionId;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -25,19 +28,12 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.japi.Pair;
 import org.apache.pekko.kafka.ConsumerSettings;
-import org.apache.pekko.stream.BoundedSourceQueue;
-import org.apache.pekko.stream.QueueOfferResult;
-import org.apache.pekko.stream.javadsl.Keep;
-import org.apache.pekko.stream.javadsl.Sink;
-import org.apache.pekko.stream.javadsl.Source;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -81,9 +77,7 @@ final class PartitionOwnership {
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
   /** Work for the consumer thread, posted by other threads. */
   private final ConcurrentLinkedQueue<Runnable> inbox = new ConcurrentLinkedQueue<>();
-  /** Next offsets to commit (lag only), written by the streams. */
-  private final Map<TopicPartition, Long> toCommit = new ConcurrentHashMap<>();
-  private final AtomicLong appliedSinceCommit = new AtomicLong();
+  private final OffsetCommits commits;
   private final CompletableFuture<Done> stopped = new CompletableFuture<>();
   private final Thread thread;
   private volatile boolean stopRequested;
@@ -95,29 +89,9 @@ final class PartitionOwnership {
   private final AtomicLong partitionRestarts = new AtomicLong();
 
   // Consumer thread only.
-  private final Map<TopicPartition, Owned> owned = new HashMap<>();
+  private final Map<TopicPartition, Assignment> owned = new HashMap<>();
   /** Completion of the latest stream of each partition: the next one starts after it. */
   private final Map<TopicPartition, CompletionStage<Done>> lastStream = new HashMap<>();
-  private long lastCommitNanos = System.nanoTime();
-
-  /** One assignment of one partition. */
-  private final class Owned {
-    final TopicPartition tp;
-    final PartitionId id;
-    final PartitionProgress progress = new PartitionProgress();
-    final AtomicInteger buffered = new AtomicInteger();
-    /** Set (by the consumer thread) while the partition is paused because its stream is full. */
-    volatile boolean backpressured;
-    /** Cancels the preparation: set when the assignment ends. */
-    volatile boolean over;
-    BoundedSourceQueue<ConsumerRecord<byte[], byte[]>> queue;
-    CompletionStage<Done> done = CompletableFuture.completedFuture(Done.getInstance());
-
-    Owned(TopicPartition tp) {
-      this.tp = tp;
-      this.id = partitionId(tp);
-    }
-  }
 
   PartitionOwnership(ActorSystem<?> system, PipelineSettings settings, ShardPlacement placement,
       BatchDelivery<?> delivery, RelayRegistry relays) {
@@ -132,6 +106,7 @@ final class PartitionOwnership {
     this.highWater = Math.max(2 * settings.maxBatchRecords(), maxPoll);
     this.lowWater = Math.max(1, highWater / 2);
     this.queueCapacity = highWater + maxPoll;
+    this.commits = new OffsetCommits(settings);
     this.restartBackoff = new Backoff(settings.retryBackoffMin(), settings.retryBackoffMax(), 2.0);
     this.thread = new Thread(this::run, "fencepost-consumer-" + settings.name());
     this.thread.setDaemon(true);
@@ -188,7 +163,7 @@ final class PartitionOwnership {
    */
   void restart(PartitionId id, PartitionProgress assignment, String why) {
     post(() -> {
-      Owned o = owned.get(new TopicPartition(id.topic(), id.partition()));
+      Assignment o = owned.get(new TopicPartition(id.topic(), id.partition()));
       if (o == null || o.progress != assignment || consumer == null) {
         return;
       }
@@ -226,19 +201,16 @@ final class PartitionOwnership {
           consumer.subscribe(settings.topics(), new Listener());
         }
         runInbox();
-        maybeCommit();
-        ConsumerRecords<byte[], byte[]> records;
-        try {
-          records = consumer.poll(POLL);
-        } catch (WakeupException e) {
-          continue;
-        }
+        commits.maybeCommit(consumer, owned.keySet());
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
         if (failures > 0 && System.nanoTime() - lastFailure > 6 * settings.retryBackoffMax().toNanos()) {
           failures = 0;   // healthy for a while: the next failure backs off from the start again
         }
         for (TopicPartition tp : records.partitions()) {
           offer(tp, records.records(tp));
         }
+      } catch (WakeupException e) {
+        // another thread posted work (or asked to stop): run it
       } catch (RuntimeException | Error e) {
         if (stopRequested) {
           break;
@@ -279,8 +251,8 @@ final class PartitionOwnership {
 
   /** Hands a partition's polled records to its stream; pauses the partition when its stream is full. */
   private void offer(TopicPartition tp, List<ConsumerRecord<byte[], byte[]>> records) {
-    Owned o = owned.get(tp);
-    if (o == null || o.queue == null) {
+    Assignment o = owned.get(tp);
+    if (o == null || !o.streaming()) {
       // Paused partitions return no records; not one may reach a stream that did not seek.
       unexpectedRecords.incrementAndGet();
       log.error("[{}] {} records of {} polled while it is {}: not delivered (a bug; its records are read again "
@@ -288,20 +260,19 @@ final class PartitionOwnership {
       return;
     }
     for (ConsumerRecord<byte[], byte[]> r : records) {
-      if (o.queue.offer(r) != QueueOfferResult.enqueued()) {
+      if (!o.offer(r)) {
         // Full (or ended): read this record again once the stream took what it holds.
         consumer.seek(tp, r.offset());
         pause(o);
         return;
       }
-      o.buffered.incrementAndGet();
     }
     if (o.buffered.get() >= highWater) {
       pause(o);
     }
   }
 
-  private void pause(Owned o) {
+  private void pause(Assignment o) {
     if (!o.backpressured) {
       o.backpressured = true;
       consumer.pause(List.of(o.tp));
@@ -310,7 +281,7 @@ final class PartitionOwnership {
     }
   }
 
-  private void resumeIfDrained(Owned o) {
+  private void resumeIfDrained(Assignment o) {
     if (o.backpressured && owned.get(o.tp) == o && o.buffered.get() <= lowWater) {
       o.backpressured = false;
       consumer.resume(List.of(o.tp));
@@ -320,16 +291,16 @@ final class PartitionOwnership {
   /** Newly assigned partitions: claim their shards and find their seek targets, off this thread. */
   private void prepare(Collection<TopicPartition> tps) {
     Set<PartitionId> ids = new HashSet<>();
-    List<Owned> fresh = new ArrayList<>();
+    List<Assignment> fresh = new ArrayList<>();
     for (TopicPartition tp : tps) {
-      Owned o = new Owned(tp);
+      Assignment o = new Assignment(tp, partitionId(tp));
       owned.put(tp, o);
       assigned.put(o.id, o.progress);
       ids.add(o.id);
       fresh.add(o);
     }
     CompletionStage<Done> claimed = placement.claim(ids);
-    for (Owned o : fresh) {
+    for (Assignment o : fresh) {
       CompletionStage<Done> previous = lastStream.getOrDefault(o.tp, CompletableFuture.completedFuture(Done.getInstance()));
       previousEnded(o, previous)
           .thenCompose(v -> claimed)
@@ -339,7 +310,7 @@ final class PartitionOwnership {
   }
 
   /** Waits for the previous stream of the partition to end (its in-flight batch is bounded by ask-timeout). */
-  private CompletionStage<Done> previousEnded(Owned o, CompletionStage<Done> previous) {
+  private CompletionStage<Done> previousEnded(Assignment o, CompletionStage<Done> previous) {
     Duration bound = settings.askTimeout().plus(settings.drainTimeout());
     return previous.toCompletableFuture().exceptionally(e -> Done.getInstance())
         .completeOnTimeout(null, bound.toMillis(), TimeUnit.MILLISECONDS)
@@ -354,13 +325,13 @@ final class PartitionOwnership {
   }
 
   /** The seek target of an assignment arrived (consumer thread): start its stream if it still holds. */
-  private void prepared(Owned o, Long target, Throwable error) {
-    if (owned.get(o.tp) != o || o.over || o.queue != null) {
+  private void prepared(Assignment o, Long target, Throwable error) {
+    if (owned.get(o.tp) != o || o.over || o.streaming()) {
       log.debug("[{}] preparation of {} ended: its assignment ended meanwhile", settings.name(), o.tp);
       return;
     }
     if (error != null) {
-      Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
+      Throwable cause = error instanceof CompletionException && error.getCause() != null
           ? error.getCause() : error;
       if (!(cause instanceof CancellationException) || !o.over) {
         log.warn("[{}] could not find where {} starts: {}; asking again", settings.name(), o.tp, cause.toString());
@@ -378,7 +349,7 @@ final class PartitionOwnership {
     }
     consumer.seek(o.tp, target);
     o.progress.knownNextOffset = target;
-    o.queue = startStream(o);
+    startStream(o);
     o.progress.flowing = true;
     o.progress.lastProgressNanos = System.nanoTime();
     consumer.resume(List.of(o.tp));
@@ -386,29 +357,21 @@ final class PartitionOwnership {
     log.info("[{}] seeking to stored offsets {}", settings.name(), Map.of(o.tp, target));
   }
 
-  private BoundedSourceQueue<ConsumerRecord<byte[], byte[]>> startStream(Owned o) {
-    Pair<BoundedSourceQueue<ConsumerRecord<byte[], byte[]>>, CompletionStage<Done>> pair =
-        Source.<ConsumerRecord<byte[], byte[]>>queue(queueCapacity)
-            .groupedWithin(settings.maxBatchRecords(), settings.maxBatchLatency())
-            .mapAsync(1, batch -> delivery.deliver(o.id, o.progress, batch)
-                .thenApply(next -> Pair.create(batch.size(), next)))
-            .toMat(Sink.foreach(done -> afterBatch(o, done.first(), done.second())), Keep.both())
-            .run(system);
-    o.done = pair.second().whenComplete((d, e) -> {
-      if (e != null && !o.over) {
-        log.error("[{}] stream of {} failed: {}", settings.name(), o.tp, e.toString(), e);
-        restart(o.id, o.progress, "its stream failed");
-      }
-    });
-    lastStream.put(o.tp, o.done);
-    return pair.first();
+  private void startStream(Assignment o) {
+    CompletionStage<Done> done = o.startStream(system, settings, delivery, queueCapacity, this::afterBatch)
+        .whenComplete((d, e) -> {
+          if (e != null && !o.over) {
+            log.error("[{}] stream of {} failed: {}", settings.name(), o.tp, e.toString(), e);
+            restart(o.id, o.progress, "its stream failed");
+          }
+        });
+    lastStream.put(o.tp, done);
   }
 
   /** A batch of {@code size} records left the stream (stream thread). */
-  private void afterBatch(Owned o, int size, OptionalLong next) {
+  private void afterBatch(Assignment o, int size, OptionalLong next) {
     if (next.isPresent()) {
-      toCommit.merge(o.tp, next.getAsLong(), Math::max);
-      appliedSinceCommit.addAndGet(size);
+      commits.applied(o.tp, next.getAsLong(), size);
     }
     if (o.buffered.addAndGet(-size) <= lowWater && o.backpressured) {
       post(() -> resumeIfDrained(o));
@@ -416,71 +379,21 @@ final class PartitionOwnership {
   }
 
   /** Ends an assignment (consumer thread): no more batches are sent, a preparation under way is dropped. */
-  private void end(Owned o) {
+  private void end(Assignment o) {
     owned.remove(o.tp, o);
     assigned.remove(o.id, o.progress);
     o.progress.revoked = true;
     o.progress.flowing = false;
-    close(o);
+    o.close();
   }
 
-  /** Completes the assignment's stream (it ends after the batch in flight) and cancels its preparation. */
-  private static void close(Owned o) {
-    if (!o.over) {
-      o.over = true;
-      if (o.queue != null) {
-        o.queue.complete();
-      }
-    }
-  }
 
-  private void maybeCommit() {
-    if (toCommit.isEmpty() || (appliedSinceCommit.get() < settings.commitMaxBatch()
-        && System.nanoTime() - lastCommitNanos < settings.commitMaxInterval().toNanos())) {
-      return;
-    }
-    toCommit.keySet().retainAll(owned.keySet());
-    commit(new HashSet<>(owned.keySet()), false);
-  }
-
-  /** Commits the applied offsets of {@code tps} to Kafka (consumer lag only; the journal is the truth). */
-  private void commit(Set<TopicPartition> tps, boolean sync) {
-    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-    for (TopicPartition tp : tps) {
-      Long next = toCommit.remove(tp);
-      if (next != null) {
-        offsets.put(tp, new OffsetAndMetadata(next));
-      }
-    }
-    lastCommitNanos = System.nanoTime();
-    appliedSinceCommit.set(0);
-    if (offsets.isEmpty()) {
-      return;
-    }
-    try {
-      if (sync) {
-        try {
-          consumer.commitSync(offsets, Duration.ofSeconds(2));
-        } catch (WakeupException e) {
-          consumer.commitSync(offsets, Duration.ofSeconds(2));   // a wakeup meant for poll(): once more
-        }
-      } else {
-        consumer.commitAsync(offsets, (o, e) -> {
-          if (e != null) {
-            log.debug("[{}] commit of {} failed (lag only): {}", settings.name(), o, e.toString());
-          }
-        });
-      }
-    } catch (RuntimeException e) {
-      log.debug("[{}] commit of {} failed (lag only): {}", settings.name(), offsets, e.toString());
-    }
-  }
 
   /** Ends assignments (revoked, lost, or the consumer closes): waits for their in-flight batches. */
   private void release(Collection<TopicPartition> tps, boolean lost) {
-    List<Owned> ended = new ArrayList<>();
+    List<Assignment> ended = new ArrayList<>();
     for (TopicPartition tp : tps) {
-      Owned o = owned.get(tp);
+      Assignment o = owned.get(tp);
       if (o != null) {
         end(o);
         relays.stop(o.id);
@@ -492,27 +405,27 @@ final class PartitionOwnership {
     }
     awaitStreams(ended);
     if (!lost) {
-      commit(new HashSet<>(tps), true);
+      commits.commit(consumer, tps, true);
     } else {
-      tps.forEach(toCommit::remove);
+      commits.forget(tps);
     }
   }
 
-  private void awaitStreams(List<Owned> streams) {
+  private void awaitStreams(List<Assignment> streams) {
     // The partition's latest stream too: after a restart it can still run while the new one prepares.
     CompletableFuture<?>[] all = streams.stream()
-        .flatMap(o -> java.util.stream.Stream.of(o.done, lastStream.getOrDefault(o.tp, o.done)))
+        .flatMap(o -> Stream.of(o.done(), lastStream.getOrDefault(o.tp, o.done())))
         .map(done -> done.toCompletableFuture().exceptionally(e -> null))
         .toArray(CompletableFuture[]::new);
     try {
       CompletableFuture.allOf(all).get(settings.drainTimeout().toMillis(), TimeUnit.MILLISECONDS);
-    } catch (java.util.concurrent.TimeoutException e) {
+    } catch (TimeoutException e) {
       log.info("[{}] in-flight batches of {} did not finish within drain-timeout {}; abandoned (the next owner "
           + "reads the actor's stored offset)", settings.name(), streams.stream().map(o -> o.tp).toList(),
           settings.drainTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-    } catch (java.util.concurrent.ExecutionException e) {
+    } catch (ExecutionException e) {
       // each future swallows its own failure
     }
   }
@@ -558,7 +471,7 @@ final class PartitionOwnership {
     } catch (RuntimeException e) {
       log.debug("[{}] closing the consumer: {}", settings.name(), e.toString());
     }
-    List<Owned> left = new ArrayList<>(owned.values());
+    List<Assignment> left = new ArrayList<>(owned.values());
     left.forEach(o -> {
       end(o);
       relays.stop(o.id);
@@ -568,13 +481,13 @@ final class PartitionOwnership {
 
   /** Stop: buffered records are still applied (bounded by drain-timeout), offsets committed, consumer closed. */
   private void drain() {
-    List<Owned> all = new ArrayList<>(owned.values());
+    List<Assignment> all = new ArrayList<>(owned.values());
     log.info("[{}] stopping: draining in-flight batches of {} partition(s)", settings.name(), all.size());
     try {
-      all.forEach(PartitionOwnership::close);
+      all.forEach(Assignment::close);
       awaitStreams(all);
       if (consumer != null) {
-        commit(new HashSet<>(owned.keySet()), true);
+        commits.commit(consumer, new HashSet<>(owned.keySet()), true);
       }
     } finally {
       all.forEach(o -> {

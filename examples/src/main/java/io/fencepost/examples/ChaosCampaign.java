@@ -3,6 +3,7 @@ package io.fencepost.examples;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.LocalTime;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -39,19 +40,25 @@ public final class ChaosCampaign {
   }
 
   /** The outcome: the generator's own counts, the faults injected, and the reconciliation. */
-  public record Outcome(long payments, long producerDuplicates, List<String> faults, Reconciliation.Report report) {
+  public record Outcome(long payments, long producerDuplicates, List<String> faults, Reconciliation.Report report,
+      OwnershipLog ownership, List<String> failovers) {
 
     /** One line: the verdict and whether the report agrees exactly with the generator. */
     public String verdict() {
-      boolean exact = report.total().expected() == payments && report.total().applied() == payments
-          && report.total().producerDuplicates() == producerDuplicates;
-      return (report.ok() && exact ? "CAMPAIGN PASSED: " : "CAMPAIGN FAILED: ") + report.verdict()
-          + (exact ? "" : "; generator sent " + payments + " payments and " + producerDuplicates + " duplicates");
+      boolean exact = exact();
+      return (passed() ? "CAMPAIGN PASSED: " : "CAMPAIGN FAILED: ") + report.verdict()
+          + (exact ? "" : "; generator sent " + payments + " payments and " + producerDuplicates + " duplicates")
+          + "; " + ownership.render() + "; fail-overs after SIGKILL: " + failovers;
     }
 
-    public boolean passed() {
-      return report.ok() && report.total().expected() == payments && report.total().applied() == payments
+    private boolean exact() {
+      return report.total().expected() == payments && report.total().applied() == payments
           && report.total().producerDuplicates() == producerDuplicates;
+    }
+
+    /** Every payment applied once, and no rule of partition ownership broken. */
+    public boolean passed() {
+      return report.ok() && exact() && ownership.clean();
     }
   }
 
@@ -62,6 +69,8 @@ public final class ChaosCampaign {
   private final PrintStream out;
   private final List<JvmProcess> started = new ArrayList<>();
   private final List<String> faultLog = Collections.synchronizedList(new ArrayList<>());
+  /** Each SIGKILL: the node and the (log) clock time. */
+  private final List<Map.Entry<String, LocalTime>> kills = new ArrayList<>();
   private JvmProcess broker;
   private String bootstrap;
   private int brokerPort;
@@ -113,7 +122,19 @@ public final class ChaosCampaign {
           LedgerReconciliation.of(bootstrap, TOPIC, GROUP, db).bucket(Duration.ofSeconds(30)), Duration.ofMinutes(4),
           (done, expected) -> { });
       out.println("reconciled after the ledger caught up");
-      return new Outcome(summary.get().payments(), summary.get().duplicates(), List.copyOf(faultLog), report);
+      List<Path> logs = new ArrayList<>();
+      for (int i = 0; i < nodes.length; i++) {
+        logs.add(plan.dir().resolve("node" + i + ".log"));
+      }
+      logs.add(plan.dir().resolve("extra.log"));
+      List<String> failovers = new ArrayList<>();
+      for (Map.Entry<String, LocalTime> kill : kills) {
+        List<Path> others = logs.stream().filter(l -> !l.getFileName().toString().equals(kill.getKey() + ".log")).toList();
+        failovers.add(kill.getKey() + " at " + kill.getValue() + ": " + OwnershipLog.firstSeekAfter(kill.getValue(), others)
+            .map(d -> String.format("%.1f s", d.toMillis() / 1e3)).orElse("no seek seen"));
+      }
+      return new Outcome(summary.get().payments(), summary.get().duplicates(), List.copyOf(faultLog), report,
+          OwnershipLog.of(logs), failovers);
     } finally {
       for (JvmProcess p : started) {
         p.close();
@@ -198,6 +219,7 @@ public final class ChaosCampaign {
     switch (f) {
       case KILL -> {
         nodes[i].kill();
+        kills.add(Map.entry("node" + i, LocalTime.now()));
         log("SIGKILL node" + i);
         Thread.sleep(10_000);   // the split-brain resolver downs it; its partitions move
         restartNode(i, "after SIGKILL");

@@ -43,6 +43,8 @@ class ChaosCampaignIT {
     assertEquals(1, outcome.faults().stream().filter(f -> f.contains("SIGSTOP node")).count());
     assertEquals(1, outcome.faults().stream().filter(f -> f.contains("broker restarted")).count());
     assertEquals(1, outcome.faults().stream().filter(f -> f.contains("node added")).count());
+    assertEquals(0, outcome.ownership().anomalies(), "ownership anomalies: " + outcome.ownership().render());
+    assertEquals(0, outcome.ownership().partitionRestarts(), "partitions restarted: " + outcome.ownership().render());
     assertTrue(outcome.passed(), outcome.verdict());
   }
 }

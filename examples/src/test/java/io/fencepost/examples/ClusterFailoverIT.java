@@ -13,9 +13,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.Effects;
@@ -102,6 +106,11 @@ class ClusterFailoverIT {
       p.close();
     }
     Postgres.shared().dropDatabase(db);
+    // Over every test: no partition seeked unassigned, served twice or restarted by the watchdog.
+    OwnershipLog ownership = OwnershipLog.of(List.of(nodes[0].log(), nodes[1].log(), nodes[2].log()));
+    System.out.println("ownership: " + ownership.render());
+    assertEquals(0, ownership.anomalies(), "ownership anomalies in the nodes' logs");
+    assertEquals(0, ownership.partitionRestarts(), "partitions restarted (stalled or lacking records)");
   }
 
   private JvmProcess track(JvmProcess p) {
@@ -286,22 +295,8 @@ class ClusterFailoverIT {
 
   /** When a surviving node first seeked a (moved) partition after the kill, from the nodes' logs. */
   private String firstSeekAfter(java.time.LocalTime killed) {
-    java.time.LocalTime first = null;
-    for (int i = 0; i < 2; i++) {
-      for (String line : nodes[i].lines()) {
-        if (line.contains("seeking to stored offsets") && line.length() > 12) {
-          try {
-            java.time.LocalTime t = java.time.LocalTime.parse(line.substring(0, 12));
-            if (t.isAfter(killed) && (first == null || t.isBefore(first))) {
-              first = t;
-            }
-          } catch (java.time.format.DateTimeParseException e) {
-            // not a log line
-          }
-        }
-      }
-    }
-    return first == null ? "?" : String.format("%.1f s", java.time.Duration.between(killed, first).toMillis() / 1e3);
+    return OwnershipLog.firstSeekAfter(killed, List.of(nodes[0].log(), nodes[1].log()))
+        .map(d -> String.format("%.1f s", d.toMillis() / 1e3)).orElse("?");
   }
 
   private long fencedWrites() {
@@ -335,12 +330,16 @@ class ClusterFailoverIT {
   @Test
   void aStaleOwnerFrozenBetweenItsHandlerAndItsJournalWriteIsRejectedByTheJournal() throws Exception {
     AtomicLongArray produced = new AtomicLongArray(PARTITIONS);
-    Thread before = producer(0, 2_400, 1_200, produced);
-    before.join();
-    // The held payment goes to partition 0, after everything produced so far.
+    producer(0, 2_400, 1_200, produced).join();
+    // Every node idle, so that the held batch is the only write in flight when its node freezes.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (!complete(journal(), produced)) {
+      assertTrue(System.nanoTime() < deadline, "the first payments were not applied within 120 s");
+      Thread.sleep(500);
+    }
     long heldOffset = send(0, new Payment("hold-1", "m-held", 4_200), produced);
     int holder = -1;
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (holder < 0) {
       assertTrue(System.nanoTime() < deadline, "no node held payment hold-1 within 90 s");
       for (int i = 0; i < 3; i++) {
@@ -352,7 +351,6 @@ class ClusterFailoverIT {
     }
     JvmProcess stale = nodes[holder];
     stale.pause();                                             // SIGSTOP between handler and journal write
-    Thread after = producer(2_400, 2_400, 600, produced);      // traffic goes on while it is frozen
     // Its partitions move: the new owner recovers the stored offset (below the held record), applies
     // the held payment (the claim exists, so it does not hold) and journals it.
     deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
@@ -363,7 +361,6 @@ class ClusterFailoverIT {
     Files.createFile(holdDir().resolve("release-hold-1"));
     stale.resume();                                            // SIGCONT: its handler returns, it writes
     int status = stale.awaitExit(Duration.ofSeconds(90));
-    after.join();
     System.out.println("stale owner node" + holder + ": " + stale.countLines("] fenced:") + " fenced write(s), "
         + "exit status " + status);
     assertEquals(1, stale.countLines("RELEASED hold-1"), "the frozen handler returned after SIGCONT");
@@ -371,6 +368,19 @@ class ClusterFailoverIT {
     assertEquals(1, stale.countLines("fencepost.writes.fenced on this node: 1"), "its fenced-write counter");
     assertEquals(LedgerNode.DOWNED_EXIT_STATUS, status, "the downed node exits with the status for its supervisor");
     assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
+  }
+
+  /** The partitions whose stream {@code node} started (log lines {@code seeking to stored offsets {payments-N=...}}). */
+  private static Set<Integer> partitionsStartedOn(JvmProcess node) {
+    Set<Integer> out = new TreeSet<>();
+    Pattern seek = Pattern.compile("seeking to stored offsets \\{" + TOPIC + "-(\\d+)=");
+    for (String line : node.lines()) {
+      Matcher m = seek.matcher(line);
+      if (m.find()) {
+        out.add(Integer.parseInt(m.group(1)));
+      }
+    }
+    return out;
   }
 
   /** Sends one payment to {@code partition} and returns its offset (counted in {@code produced}). */
@@ -433,9 +443,20 @@ class ClusterFailoverIT {
         Thread.sleep(100);
       }
       Thread.sleep(1_000);
+      Set<Integer> relayed = partitionsStartedOn(nodes[2]);
       nodes[2].kill();                                           // SIGKILL while its relays publish
       producer.join();
       assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
+      // The survivors' relays of the killed node's partitions re-publish from the stored positions:
+      // wait until each has published, or B may look complete before they started.
+      deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+      for (int p : relayed) {
+        while (nodes[0].countLines("[" + TOPIC + "-" + p + "] outbox relay published its first") == 0
+            && nodes[1].countLines("[" + TOPIC + "-" + p + "] outbox relay published its first") == 0) {
+          assertTrue(System.nanoTime() < deadline, "no survivor relayed partition " + p + " within 3 min");
+          Thread.sleep(200);
+        }
+      }
       long payments = 0;
       for (int p = 0; p < PARTITIONS; p++) {
         payments += produced.get(p);
