@@ -32,6 +32,7 @@ import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.testkit.ClusterNodes;
+import io.fencepost.testkit.Directories;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.JvmProcess;
@@ -85,11 +86,7 @@ class ClusterFailoverIT {
         List.of("broker", "--topic", TOPIC + ":" + PARTITIONS, "--topic", CREDITED + ":" + PARTITIONS),
         logs.resolve("broker.log")));
     bootstrap = brokerProcess.awaitLine("BOOTSTRAP=", Duration.ofSeconds(90)).substring("BOOTSTRAP=".length());
-    try (var old = Files.list(holdDir())) {
-      for (Path f : old.toList()) {
-        Files.delete(f);   // a claim left by an earlier run would hold nothing
-      }
-    }
+    Directories.deleteRecursively(logs);   // logs and held-payment claims of an earlier run
     db = Postgres.shared().createDatabase("cluster_it");
     db.installSchema();
     for (int i = 0; i < 3; i++) {
@@ -127,7 +124,7 @@ class ClusterFailoverIT {
         logs.resolve("node" + i + ".log")));
   }
 
-  /** Where nodes claim and release held payments (see HoldOnceLedger); emptied by {@link #start}. */
+  /** Where nodes claim and release held payments (see HoldOnceLedger); emptied with the logs by {@link #start}. */
   private Path holdDir() {
     try {
       return Files.createDirectories(logs.resolve("hold"));
