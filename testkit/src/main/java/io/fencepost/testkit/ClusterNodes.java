@@ -19,10 +19,9 @@ public final class ClusterNodes {
 
   /**
    * Cluster config for a node on 127.0.0.1:{@code port} (0 for a free port) with the given seed
-   * nodes ({@code host:port}), split-brain resolver on (keep-oldest, downing the oldest when it
-   * is alone, so that faults one after another never down every node: keep-majority downs both
-   * halves of a 2-node cluster, and a node that is still joining does not count), and fast sharding
-   * rebalances and hand-offs so partitions follow the Kafka assignment quickly.
+   * nodes ({@code host:port}), split-brain resolver on (keep-majority), and fast sharding
+   * rebalances and hand-off timeouts so partitions follow the Kafka assignment quickly (a hand-off
+   * away from an unreachable node blocks its shard for {@code handoff-timeout}, 60 s by default).
    */
   public static Config node(String systemName, int port, List<String> seeds) {
     String seedList = seeds.stream().map(s -> "\"pekko://" + systemName + "@" + s + "\"")
@@ -33,10 +32,9 @@ public final class ClusterNodes {
         "pekko.remote.artery.canonical.port = " + port,
         "pekko.cluster.seed-nodes = [" + seedList + "]",
         "pekko.cluster.downing-provider-class = \"org.apache.pekko.cluster.sbr.SplitBrainResolverProvider\"",
-        "pekko.cluster.split-brain-resolver.active-strategy = keep-oldest",
-        "pekko.cluster.split-brain-resolver.keep-oldest.down-if-alone = on",
+        "pekko.cluster.split-brain-resolver.active-strategy = keep-majority",
         "pekko.cluster.split-brain-resolver.stable-after = 5s",
-        "pekko.cluster.sharding.handoff-timeout = 10s",
+        "pekko.cluster.sharding.handoff-timeout = 3s",
         "pekko.cluster.jmx.multi-mbeans-in-same-jvm = on",
         "pekko.cluster.sharding.rebalance-interval = 1s",
         "pekko.cluster.distributed-data.gossip-interval = 500ms",
