@@ -28,7 +28,7 @@ final class FailoverReport {
 
   /** What the report says about the run and its settings. */
   record Setup(String command, String machine, Duration sessionTimeout, Duration heartbeat, Duration handoffTimeout,
-      String downing, Duration stableAfter, int runs, long payments) {
+      String downing, Duration stableAfter, Duration shardingHandoff, int runs, long payments) {
   }
 
   /**
@@ -53,7 +53,8 @@ final class FailoverReport {
         ledgerSetting(config, "kafka-clients.heartbeat.interval.ms", 3_000),
         ledgerSetting(config, "shard-handoff-timeout", 10_000),
         config.getString("pekko.cluster.split-brain-resolver.active-strategy"),
-        config.getDuration("pekko.cluster.split-brain-resolver.stable-after"), runs, payments);
+        config.getDuration("pekko.cluster.split-brain-resolver.stable-after"),
+        config.getDuration("pekko.cluster.sharding.handoff-timeout"), runs, payments);
   }
 
   /** A setting of the ledger pipeline: fencepost.pipelines.ledger over fencepost.pipeline, else Kafka's default. */
@@ -96,9 +97,10 @@ final class FailoverReport {
         + "(%,d payments). Each of the %d runs SIGKILLs one node, then SIGTERMs another (the stopped node rotates), "
         + "and restarts each %d s after its fault. `session.timeout.ms` %,d ms and `heartbeat.interval.ms` %,d ms "
         + "(the examples' application.conf), `shard-handoff-timeout` %d s, split-brain resolver %s with "
-        + "`stable-after` %d s.%n%n", Failover.NODES, Failover.GROUP, Failover.PARTITIONS, Failover.TOPIC,
+        + "`stable-after` %d s, `pekko.cluster.sharding.handoff-timeout` %,d ms.%n%n", Failover.NODES, Failover.GROUP, Failover.PARTITIONS, Failover.TOPIC,
         Failover.RATE, s.payments(), s.runs(), Failover.WINDOW.toSeconds(), s.sessionTimeout().toMillis(),
-        s.heartbeat().toMillis(), s.handoffTimeout().toSeconds(), s.downing(), s.stableAfter().toSeconds()));
+        s.heartbeat().toMillis(), s.handoffTimeout().toSeconds(), s.downing(), s.stableAfter().toSeconds(),
+        s.shardingHandoff().toMillis()));
 
     sb.append("## Against the targets\n\n| target | measured | met |\n|---|---:|---|\n");
     double killMedian = median(killed);
