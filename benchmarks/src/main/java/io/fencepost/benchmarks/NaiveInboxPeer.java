@@ -19,7 +19,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * The seeds' naive inbox on PostgreSQL: per record, insert its business key into an inbox table
+ * The naive inbox on PostgreSQL: per record, insert its business key into an inbox table
  * (primary key) and, if new, upsert the merchant's balance, in one transaction per record or per
  * {@code perTransaction} records; the processed records' offsets are committed to Kafka after each
  * poll's transactions.

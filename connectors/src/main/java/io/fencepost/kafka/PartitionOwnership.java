@@ -18,7 +18,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 import io.fencepost.PartitionId;
@@ -83,10 +82,6 @@ final class PartitionOwnership {
   private volatile boolean stopRequested;
   private volatile KafkaConsumer<byte[], byte[]> consumer;
 
-  // Counters of what must never happen (asserted on in tests) and of partition restarts.
-  private final AtomicLong secondStreams = new AtomicLong();
-  private final AtomicLong unexpectedRecords = new AtomicLong();
-  private final AtomicLong partitionRestarts = new AtomicLong();
 
   // Consumer thread only.
   private final Map<TopicPartition, Assignment> owned = new HashMap<>();
@@ -141,15 +136,6 @@ final class PartitionOwnership {
     return assigned;
   }
 
-  /** Counts of what must never happen: a second stream of a partition, records of a partition not flowing. */
-  long anomalies() {
-    return secondStreams.get() + unexpectedRecords.get();
-  }
-
-  long partitionRestarts() {
-    return partitionRestarts.get();
-  }
-
   /** Stops consuming: buffered and in-flight batches finish (bounded by drain-timeout), then the consumer closes. */
   CompletionStage<Done> stop() {
     stopRequested = true;
@@ -167,7 +153,6 @@ final class PartitionOwnership {
       if (o == null || o.progress != assignment || consumer == null) {
         return;
       }
-      partitionRestarts.incrementAndGet();
       log.warn("[{}] {}: seeking it to its actor's stored offset again", id.shortName(), why);
       end(o);
       consumer.pause(List.of(o.tp));
@@ -254,7 +239,6 @@ final class PartitionOwnership {
     Assignment o = owned.get(tp);
     if (o == null || !o.streaming()) {
       // Paused partitions return no records; not one may reach a stream that did not seek.
-      unexpectedRecords.incrementAndGet();
       log.error("[{}] {} records of {} polled while it is {}: not delivered (a bug; its records are read again "
           + "from the stored offset)", settings.name(), records.size(), tp, o == null ? "not assigned" : "not seeked yet");
       return;
@@ -320,7 +304,6 @@ final class PartitionOwnership {
         .completeOnTimeout(null, bound.toMillis(), TimeUnit.MILLISECONDS)
         .thenApply(done -> {
           if (done == null) {
-            secondStreams.incrementAndGet();
             log.error("[{}] the previous stream of {} has not ended after {}; starting the new one anyway (the "
                 + "journal still refuses any batch that would skip or repeat an offset)", settings.name(), o.tp, bound);
           }
@@ -347,7 +330,6 @@ final class PartitionOwnership {
     }
     if (!consumer.assignment().contains(o.tp)) {
       // Cannot happen: revocation removes the assignment first.
-      unexpectedRecords.incrementAndGet();
       log.error("[{}] {} is not assigned to this consumer any more; not seeking it (a bug)", settings.name(), o.tp);
       return;
     }

@@ -56,11 +56,6 @@ final class ShardPlacement {
     this.self = self;
   }
 
-  /** Shards that were still elsewhere when their records started to flow, since start. */
-  long handoffTimeouts() {
-    return handoffTimeouts.get();
-  }
-
   /** Records this node as the home of the partitions' shards (sharding moves them at its next rebalance). */
   CompletionStage<Done> claim(Set<PartitionId> ids) {
     Map<String, Address> locations = new HashMap<>();

@@ -8,7 +8,7 @@ import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 
 /**
- * The seeds' payments ledger: credits each captured payment to its merchant exactly once. The
+ * A payments ledger: credits each captured payment to its merchant exactly once. The
  * credit and the partition's next offset are written together; a payment re-sent by a producer at a
  * new offset is dropped by its business key.
  *

@@ -36,7 +36,7 @@ import org.apache.pekko.persistence.query.PersistenceQuery;
 /**
  * End-to-end reconciliation of a Fencepost pipeline: the input topic is the ground truth (distinct
  * business keys, bucketed by record time), the journal is the effect store; every key must be
- * applied exactly once. Detects the silent failures of the seeds' catalogue: missing effects
+ * applied exactly once. Detects the silent failures that matter: missing effects
  * (at-most-once in disguise) and doubled effects (a duplicate that got through).
  *
  * <pre>{@code
