@@ -23,7 +23,7 @@ public record PartitionId(String group, String topic, int partition) {
     }
   }
 
-  /** {@code group|topic|partition}: the sharding entity id. */
+  /** {@code group|topic|partition}: the actor's entity id (its persistence id is derived from it). */
   public String entityId() {
     return group + "|" + topic + "|" + partition;
   }

@@ -27,8 +27,8 @@ import io.fencepost.testkit.ClusterNodes;
 final class FailoverReport {
 
   /** What the report says about the run and its settings. */
-  record Setup(String command, String machine, Duration sessionTimeout, Duration heartbeat, Duration handoffTimeout,
-      String downing, Duration stableAfter, Duration shardingHandoff, int runs, long payments) {
+  record Setup(String command, String machine, Duration sessionTimeout, Duration heartbeat,
+      String downing, Duration stableAfter, int runs, long payments) {
   }
 
   /**
@@ -51,10 +51,8 @@ final class FailoverReport {
         .resolve();
     return new Setup(command, machine(db), ledgerSetting(config, "kafka-clients.session.timeout.ms", 45_000),
         ledgerSetting(config, "kafka-clients.heartbeat.interval.ms", 3_000),
-        ledgerSetting(config, "shard-handoff-timeout", 10_000),
         config.getString("pekko.cluster.split-brain-resolver.active-strategy"),
-        config.getDuration("pekko.cluster.split-brain-resolver.stable-after"),
-        config.getDuration("pekko.cluster.sharding.handoff-timeout"), runs, payments);
+        config.getDuration("pekko.cluster.split-brain-resolver.stable-after"), runs, payments);
   }
 
   /** A setting of the ledger pipeline: fencepost.pipelines.ledger over fencepost.pipeline, else Kafka's default. */
@@ -96,11 +94,10 @@ final class FailoverReport {
         + "group `%s`, journal on PostgreSQL) consume the %d partitions of `%s`, fed %,d payments/s for the whole run "
         + "(%,d payments). Each of the %d runs SIGKILLs one node, then SIGTERMs another (the stopped node rotates), "
         + "and restarts each %d s after its fault. `session.timeout.ms` %,d ms and `heartbeat.interval.ms` %,d ms "
-        + "(the examples' application.conf), `shard-handoff-timeout` %d s, split-brain resolver %s with "
-        + "`stable-after` %d s, `pekko.cluster.sharding.handoff-timeout` %,d ms.%n%n", Failover.NODES, Failover.GROUP, Failover.PARTITIONS, Failover.TOPIC,
+        + "(the examples' application.conf); split-brain resolver %s with `stable-after` %d s (it decides "
+        + "membership only: partition actors run where Kafka assigns their partitions).%n%n", Failover.NODES, Failover.GROUP, Failover.PARTITIONS, Failover.TOPIC,
         Failover.RATE, s.payments(), s.runs(), Failover.WINDOW.toSeconds(), s.sessionTimeout().toMillis(),
-        s.heartbeat().toMillis(), s.handoffTimeout().toSeconds(), s.downing(), s.stableAfter().toSeconds(),
-        s.shardingHandoff().toMillis()));
+        s.heartbeat().toMillis(), s.downing(), s.stableAfter().toSeconds()));
 
     sb.append("## Against the targets\n\n| target | measured | met |\n|---|---:|---|\n");
     double killMedian = median(killed);
@@ -145,7 +142,7 @@ final class FailoverReport {
         + "partition's first journal row written by another actor incarnation (`writer` column), i.e. the new "
         + "owner's first applied batch; the time of a row is its `write_timestamp`, set by pekko-persistence-jdbc "
         + "when it takes the write. It includes the group noticing the loss (the session timeout after a SIGKILL, "
-        + "the consumer leaving after a SIGTERM), the rebalance, the shard hand-off, the actor's recovery and its "
+        + "the consumer leaving after a SIGTERM), the rebalance, the actor's recovery and its "
         + "first batch. A SIGTERMed node's own last writes while it drains do not count.%n"
         + "- **Which node owned a partition** at the fault: the last `seeking to stored offsets` line for it in "
         + "the nodes' logs (only the logs name the node; the journal's `writer` is a random id per incarnation).%n"

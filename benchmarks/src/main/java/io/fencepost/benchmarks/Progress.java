@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * When a run started and when its last effect was done; cheap on the hot path. A run starts when
  * its consumer has all partitions assigned or when its first record is applied, whichever comes
- * first: consumer start-up (group join, actor system, sharding) is left out, fetching is not.
+ * first: consumer start-up (group join, actor system) is left out, fetching is not.
  */
 final class Progress {
 

@@ -34,7 +34,6 @@ import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
-import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,7 +54,7 @@ final class BatchDelivery<V> {
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
-  private final ActorRef<ShardingEnvelope<PartitionCommand>> region;
+  private final PartitionHost host;
   private final Deserializer<V> valueDeserializer;
   private final DeadLetterPublisher deadLetters;
   private final RelayRegistry relays;
@@ -65,12 +64,12 @@ final class BatchDelivery<V> {
   private final Backoff handlerRetry;
   private final Restarter restarter;
 
-  BatchDelivery(ActorSystem<?> system, PipelineSettings settings, ActorRef<ShardingEnvelope<PartitionCommand>> region,
+  BatchDelivery(ActorSystem<?> system, PipelineSettings settings, PartitionHost host,
       Deserializer<V> valueDeserializer, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
       Executor blocking, Restarter restarter) {
     this.system = system;
     this.settings = settings;
-    this.region = region;
+    this.host = host;
     this.valueDeserializer = valueDeserializer;
     this.deadLetters = deadLetters;
     this.relays = relays;
@@ -155,10 +154,10 @@ final class BatchDelivery<V> {
     if (work.progress.revoked) {
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
-    CompletionStage<BatchOutcome> reply = AskPattern.ask(region,
-        (ActorRef<BatchOutcome> replyTo) -> new ShardingEnvelope<>(work.id.entityId(),
-            new PartitionCommand.ApplyBatch(work.records, work.deadLetters, work.coveredFrom, replyTo)),
-        settings.askTimeout(), system.scheduler());
+    CompletionStage<BatchOutcome> reply = host.actor(work.id).thenCompose(actor -> AskPattern.ask(actor,
+        (ActorRef<BatchOutcome> replyTo) -> new PartitionCommand.ApplyBatch(work.records, work.deadLetters,
+            work.coveredFrom, replyTo),
+        settings.askTimeout(), system.scheduler()));
     return reply.handle((outcome, error) -> {
       if (outcome instanceof BatchOutcome.Applied applied) {
         relays.afterApplied(work.id, applied);

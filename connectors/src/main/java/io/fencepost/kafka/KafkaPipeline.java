@@ -11,19 +11,21 @@ import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
  * Consumes topics with a consumer group and routes every partition to its {@link PartitionActor},
- * a Cluster Sharding entity placed on the node that consumes the partition.
+ * which runs on the node Kafka assigned the partition to.
  *
  * <pre>{@code
  * Pipeline ledger = KafkaPipeline.create(system, LedgerActor::new, new PaymentDeserializer(),
  *     PipelineSettings.create(system, "ledger")).start();
  * }</pre>
  *
- * <p>On assignment each partition's shard is moved to this node, its actor is asked for its stored
- * next offset and the consumer seeks there (never to the broker's committed offset). Records are
+ * <p>On assignment each partition's actor starts on this node, recovers from the journal and is asked
+ * for its stored next offset; the consumer seeks there (never to the broker's committed offset). Records are
  * batched per partition and sent to the actor; the next batch waits for the reply, which comes after
  * the journal write. Offsets are then committed to Kafka, for lag monitoring only. A rejected or
  * timed-out batch is resent with backoff; since redeliveries are dropped by the actor, nothing is
- * skipped and nothing doubles. The actor system must use the cluster provider.
+ * skipped and nothing doubles. A write of a stale incarnation of the actor (on a node that lost the
+ * partition while paused) is refused by the journal's fence. Any actor provider works: a single
+ * node, or nodes of a Pekko Cluster.
  *
  * @param <V> the record value type
  */
@@ -59,7 +61,7 @@ public final class KafkaPipeline<V> {
     return RunningPipeline.guarantee(system, settings);
   }
 
-  /** Starts sharding and the consumer on this node; returns the running pipeline. */
+  /** Starts the consumer on this node; returns the running pipeline. */
   public Pipeline start() {
     return RunningPipeline.start(system, factory, valueDeserializer, settings);
   }

@@ -45,11 +45,13 @@ import org.slf4j.LoggerFactory;
  * <p>A partition's life on this node:
  * <ol>
  *   <li><b>assigned</b> (rebalance listener): paused at once, so not one record is fetched for it;
- *       its shard is claimed and its actor asked for the stored offset, off this thread;</li>
+ *       its actor starts on this node ({@link PartitionHost}), recovers from the journal and is
+ *       asked for the stored offset, off this thread;</li>
  *   <li><b>flowing</b> (when that answer arrives and the same assignment still holds): seeked to the
  *       stored offset, one stream started, resumed. The consumer's committed offset is never used;</li>
  *   <li><b>revoked or lost</b> (rebalance listener): its stream stops taking batches, the batch in
- *       flight may finish (bounded by {@code drain-timeout}), its last applied offset is committed.
+ *       flight may finish (bounded by {@code drain-timeout}), its actor stops, its last applied
+ *       offset is committed.
  *       A preparation still under way is cancelled. Only then does the listener return, so in a
  *       cooperative rebalance the next owner is assigned the partition after this node let go.</li>
  * </ol>
@@ -63,7 +65,8 @@ final class PartitionOwnership {
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
-  private final ShardPlacement placement;
+  private final PartitionHost host;
+  private final SeekTargets targets;
   private final BatchDelivery<?> delivery;
   private final RelayRegistry relays;
   private final Map<String, Object> consumerProperties;
@@ -88,11 +91,12 @@ final class PartitionOwnership {
   /** Completion of the latest stream of each partition: the next one starts after it. */
   private final Map<TopicPartition, CompletionStage<Done>> lastStream = new HashMap<>();
 
-  PartitionOwnership(ActorSystem<?> system, PipelineSettings settings, ShardPlacement placement,
+  PartitionOwnership(ActorSystem<?> system, PipelineSettings settings, PartitionHost host, SeekTargets targets,
       BatchDelivery<?> delivery, RelayRegistry relays) {
     this.system = system;
     this.settings = settings;
-    this.placement = placement;
+    this.host = host;
+    this.targets = targets;
     this.delivery = delivery;
     this.relays = relays;
     this.consumerProperties = consumerProperties(system, settings);
@@ -209,6 +213,7 @@ final class PartitionOwnership {
           new ArrayList<>(owned.values()).forEach(o -> {
             end(o);
             relays.stop(o.id);
+            host.stop(o.id);
           });
           closeConsumer();
         } catch (RuntimeException | Error closing) {
@@ -272,23 +277,19 @@ final class PartitionOwnership {
     }
   }
 
-  /** Newly assigned partitions: claim their shards and find their seek targets, off this thread. */
+  /**
+   * Newly assigned partitions (or one seeked again): their actors start here, recover, and tell
+   * where the streams start, off this thread.
+   */
   private void prepare(Collection<TopicPartition> tps) {
-    Set<PartitionId> ids = new HashSet<>();
-    List<Assignment> fresh = new ArrayList<>();
     for (TopicPartition tp : tps) {
       Assignment o = new Assignment(tp, partitionId(tp));
       owned.put(tp, o);
       assigned.put(o.id, o.progress);
-      ids.add(o.id);
-      fresh.add(o);
-    }
-    CompletionStage<Done> claimed = placement.claim(ids);
-    for (Assignment o : fresh) {
+      host.admit(o.id);
       CompletionStage<Done> previous = lastStream.getOrDefault(o.tp, CompletableFuture.completedFuture(Done.getInstance()));
       previousEnded(o, previous)
-          .thenCompose(v -> claimed)
-          .thenCompose(v -> placement.seekTarget(o.id, o.progress, () -> !o.over))
+          .thenCompose(v -> targets.seekTarget(o.id, o.progress, () -> !o.over))
           .whenComplete((target, error) -> post(() -> prepared(o, target, error)));
     }
   }
@@ -322,8 +323,7 @@ final class PartitionOwnership {
           ? error.getCause() : error;
       if (!(cause instanceof CancellationException) || !o.over) {
         log.warn("[{}] could not find where {} starts: {}; asking again", settings.name(), o.tp, cause.toString());
-        Backoff.after(system, settings.retryBackoffMin(), () -> placement.claim(Set.of(o.id))
-                .thenCompose(v -> placement.seekTarget(o.id, o.progress, () -> !o.over)))
+        Backoff.after(system, settings.retryBackoffMin(), () -> targets.seekTarget(o.id, o.progress, () -> !o.over))
             .whenComplete((t, e) -> post(() -> prepared(o, t, e)));
       }
       return;
@@ -389,11 +389,33 @@ final class PartitionOwnership {
     if (ended.isEmpty()) {
       return;
     }
+    long deadline = System.nanoTime() + settings.drainTimeout().toNanos();
     awaitStreams(ended);
+    awaitStopped(ended, deadline);
     if (!lost) {
       commits.commit(consumer, tps, true);
     } else {
       commits.forget(tps);
+    }
+  }
+
+  /**
+   * Stops the partitions' actors and waits until they stopped (bounded by {@code deadline}), so that
+   * the next owner recovers after this node's last write: a handover without a fence.
+   */
+  private void awaitStopped(List<Assignment> ended, long deadline) {
+    CompletableFuture<?>[] stops = ended.stream().map(o -> host.stop(o.id).toCompletableFuture())
+        .toArray(CompletableFuture[]::new);
+    try {
+      CompletableFuture.allOf(stops).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      log.info("[{}] actors of {} still stopping after drain-timeout {}; letting go anyway (the journal's fence "
+          + "refuses a late write of theirs)", settings.name(), ended.stream().map(o -> o.tp).toList(),
+          settings.drainTimeout());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException e) {
+      // a stop never fails
     }
   }
 
@@ -461,6 +483,7 @@ final class PartitionOwnership {
     left.forEach(o -> {
       end(o);
       relays.stop(o.id);
+      host.stop(o.id);
     });
     consumer = null;
   }
@@ -469,9 +492,11 @@ final class PartitionOwnership {
   private void drain() {
     List<Assignment> all = new ArrayList<>(owned.values());
     log.info("[{}] stopping: draining in-flight batches of {} partition(s)", settings.name(), all.size());
+    long deadline = System.nanoTime() + settings.drainTimeout().toNanos();
     try {
       all.forEach(Assignment::close);
       awaitStreams(all);
+      awaitStopped(all, deadline);
       if (consumer != null) {
         commits.commit(consumer, new HashSet<>(owned.keySet()), true);
       }
@@ -479,6 +504,7 @@ final class PartitionOwnership {
       all.forEach(o -> {
         end(o);
         relays.stop(o.id);
+        host.stop(o.id);
       });
       closeConsumer();
     }

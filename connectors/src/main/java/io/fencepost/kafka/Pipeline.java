@@ -20,7 +20,7 @@ public interface Pipeline {
 
   /**
    * Stops consuming: in-flight batches finish (bounded by {@code drain-timeout}), their offsets are
-   * committed, then the consumer closes. The partition actors stay (they are sharded entities).
+   * committed, this node's partition actors stop, then the consumer closes.
    */
   CompletionStage<Done> stop();
 }

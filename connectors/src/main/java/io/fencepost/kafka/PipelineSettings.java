@@ -14,6 +14,8 @@ import com.typesafe.config.ConfigValue;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.errors.SettingsException;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Immutable settings of one Kafka pipeline, read from {@code fencepost.pipelines.<name>} with
@@ -22,6 +24,8 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * {@link SettingsException} naming the key and the fix.
  */
 public final class PipelineSettings {
+
+  private static final Logger log = LoggerFactory.getLogger(PipelineSettings.class);
 
   private final String name;
   private final String bootstrapServers;
@@ -33,7 +37,6 @@ public final class PipelineSettings {
   private final Duration askTimeout;
   private final Duration retryBackoffMin;
   private final Duration retryBackoffMax;
-  private final Duration shardHandoffTimeout;
   private final int commitMaxBatch;
   private final Duration commitMaxInterval;
   private final Duration drainTimeout;
@@ -58,7 +61,7 @@ public final class PipelineSettings {
 
   private PipelineSettings(String name, String bootstrapServers, List<String> topics, String groupId,
       String autoOffsetReset, int maxBatchRecords, Duration maxBatchLatency, Duration askTimeout,
-      Duration retryBackoffMin, Duration retryBackoffMax, Duration shardHandoffTimeout, int commitMaxBatch,
+      Duration retryBackoffMin, Duration retryBackoffMax, int commitMaxBatch,
       Duration commitMaxInterval, Duration drainTimeout, Map<String, String> kafkaClients,
       PartitionActorSettings partitionActor, Extra extra) {
     String p = "fencepost.pipelines." + name + ".";
@@ -113,7 +116,6 @@ public final class PipelineSettings {
       throw new SettingsException(p + "retry-backoff.max", retryBackoffMax,
           "must be >= retry-backoff.min [" + retryBackoffMin + "]");
     }
-    this.shardHandoffTimeout = positive(p + "shard-handoff-timeout", shardHandoffTimeout);
     this.commitMaxBatch = positive(p + "commit.max-batch", commitMaxBatch);
     this.commitMaxInterval = positive(p + "commit.max-interval", commitMaxInterval);
     this.drainTimeout = positive(p + "drain-timeout", drainTimeout);
@@ -208,8 +210,10 @@ public final class PipelineSettings {
       Duration min = section.getDuration(key);
       key = "retry-backoff.max";
       Duration max = section.getDuration(key);
-      key = "shard-handoff-timeout";
-      Duration handoff = section.getDuration(key);
+      if (section.hasPath("shard-handoff-timeout")) {
+        log.warn("{}.shard-handoff-timeout is no longer read: a partition's actor runs on the node Kafka assigned "
+            + "the partition to, without a hand-off to wait for; remove the setting", own);
+      }
       key = "commit.max-batch";
       int commitBatch = section.getInt(key);
       key = "commit.max-interval";
@@ -240,7 +244,7 @@ public final class PipelineSettings {
       key = "outbox";
       OutboxSettings outbox = OutboxSettings.fromSection(section.getConfig(key), own + ".outbox");
       return new PipelineSettings(name, bootstrap, topics, group, reset, maxRecords, maxLatency, ask, min, max,
-          handoff, commitBatch, commitInterval, drain, clients, actor,
+          commitBatch, commitInterval, drain, clients, actor,
           new Extra(retryInitial, retryMax, multiplier, attempts, suffix, create, maxBytes, producer, stall, outbox));
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(own + "." + key, "?", "has the wrong type or format (" + e.getMessage() + ")");
@@ -252,7 +256,7 @@ public final class PipelineSettings {
   private PipelineSettings copy(String bootstrap, List<String> topics, String group, int maxRecords,
       Duration maxLatency, Map<String, String> clients, PartitionActorSettings actor) {
     return new PipelineSettings(name, bootstrap, topics, group, autoOffsetReset, maxRecords, maxLatency, askTimeout,
-        retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch, commitMaxInterval, drainTimeout,
+        retryBackoffMin, retryBackoffMax, commitMaxBatch, commitMaxInterval, drainTimeout,
         clients, actor, extra);
   }
 
@@ -322,10 +326,6 @@ public final class PipelineSettings {
     return retryBackoffMax;
   }
 
-  public Duration shardHandoffTimeout() {
-    return shardHandoffTimeout;
-  }
-
   public int commitMaxBatch() {
     return commitMaxBatch;
   }
@@ -390,7 +390,7 @@ public final class PipelineSettings {
   /** A copy with another handler-retry policy. */
   public PipelineSettings withHandlerRetry(Duration initial, Duration max, double multiplier, int maxAttempts) {
     return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
-        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
+        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, commitMaxBatch,
         commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(initial, max, multiplier,
         maxAttempts, deadLetterSuffix, deadLetterCreateTopic, deadLetterMaxRecordBytes, deadLetterProducer,
         stallTimeout, extra.outbox()));
@@ -399,7 +399,7 @@ public final class PipelineSettings {
   /** A copy with another dead-letter policy. */
   public PipelineSettings withDeadLetter(String topicSuffix, boolean createTopic, int maxRecordBytes) {
     return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
-        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
+        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, commitMaxBatch,
         commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(handlerRetryInitial, handlerRetryMax,
         handlerRetryMultiplier, handlerRetryMaxAttempts, topicSuffix, createTopic, maxRecordBytes, deadLetterProducer,
         stallTimeout, extra.outbox()));
@@ -414,7 +414,7 @@ public final class PipelineSettings {
   public PipelineSettings withOutbox(OutboxSettings value) {
     Extra e = extra;
     return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
-        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, shardHandoffTimeout, commitMaxBatch,
+        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, commitMaxBatch,
         commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(e.retryInitial(), e.retryMax(),
         e.retryMultiplier(), e.retryMaxAttempts(), e.dltSuffix(), e.dltCreate(), e.dltMaxBytes(), e.dltProducer(),
         e.stallTimeout(), Objects.requireNonNull(value, "outbox")));
@@ -425,7 +425,7 @@ public final class PipelineSettings {
     return "PipelineSettings(name=" + name + ", bootstrapServers=" + bootstrapServers + ", topics=" + topics
         + ", groupId=" + groupId + ", autoOffsetReset=" + autoOffsetReset + ", batch=" + maxBatchRecords + "/"
         + maxBatchLatency + ", askTimeout=" + askTimeout + ", retryBackoff=" + retryBackoffMin + ".."
-        + retryBackoffMax + ", shardHandoffTimeout=" + shardHandoffTimeout + ", commit=" + commitMaxBatch + "/"
+        + retryBackoffMax + ", commit=" + commitMaxBatch + "/"
         + commitMaxInterval + ", drainTimeout=" + drainTimeout + ", kafkaClients=" + kafkaClients.keySet()
         + ", handlerRetry=" + handlerRetryInitial + ".." + handlerRetryMax + " x" + handlerRetryMultiplier + " /"
         + handlerRetryMaxAttempts + ", deadLetter=*" + deadLetterSuffix + (deadLetterCreateTopic ? " (create)" : "")

@@ -40,19 +40,11 @@ import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
-import org.apache.pekko.cluster.sharding.external.ExternalShardAllocation;
-import org.apache.pekko.cluster.sharding.external.ExternalShardAllocationStrategy;
-import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
-import org.apache.pekko.cluster.sharding.typed.ShardingMessageExtractor;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
-import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
-import org.apache.pekko.cluster.typed.Cluster;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The running pipeline of one node: wires sharding, the ownership state machine (consumer), batch
+ * The running pipeline of one node: wires the partition actors' host, the ownership state machine (consumer), batch
  * delivery, dead letters and outbox relays, and checks topics at start and stalls while running.
  */
 final class RunningPipeline<V> implements Pipeline {
@@ -67,7 +59,8 @@ final class RunningPipeline<V> implements Pipeline {
   private final LogProbe logProbe;
   private final DeadLetterPublisher deadLetters;
   private final RelayRegistry relays;
-  private final ShardPlacement placement;
+  private final PartitionHost host;
+  private final SeekTargets targets;
   private final PartitionOwnership ownership;
   private volatile CompletionStage<Done> stopped;
   private volatile Cancellable watchdog;
@@ -79,14 +72,8 @@ final class RunningPipeline<V> implements Pipeline {
     this.system = system;
     this.settings = settings;
     this.guarantee = guarantee(system, settings);
-    EntityTypeKey<PartitionCommand> typeKey = EntityTypeKey.create(PartitionCommand.class, "fencepost-" + settings.name());
-    ActorRef<ShardingEnvelope<PartitionCommand>> region = ClusterSharding.get(system).init(
-        Entity.of(typeKey, ctx -> PartitionActor.behavior(PartitionId.fromEntityId(ctx.getEntityId()),
-                settings.partitionActor(), factory))
-            .withMessageExtractor(new OneShardPerPartition())
-            .withAllocationStrategy(ExternalShardAllocationStrategy.create(system, typeKey.name(), Duration.ofSeconds(5)))
-            .withStopMessage(new PartitionCommand.Stop()));
-    this.self = Cluster.get(system).selfMember().address();
+    this.host = new PartitionHost(system, settings, factory);
+    this.self = system.address();
     // The admin client and the log probe connect as the consumer does (security settings included).
     Map<String, String> consumerProps = new HashMap<>();
     PartitionOwnership.consumerProperties(system, settings).forEach((k, v) -> consumerProps.put(k, String.valueOf(v)));
@@ -101,12 +88,11 @@ final class RunningPipeline<V> implements Pipeline {
     this.logProbe = new LogProbe(settings.bootstrapServers(), consumerProps);
     this.deadLetters = new DeadLetterPublisher(system, settings);
     this.relays = new RelayRegistry(system, settings);
-    this.placement = new ShardPlacement(system, settings, region,
-        ExternalShardAllocation.get(system).getClient(typeKey.name()), admin, self);
+    this.targets = new SeekTargets(system, settings, host, admin);
     BatchDelivery.Restarter restarter = (id, progress, why) -> ownership().restart(id, progress, why);
-    BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, region, valueDeserializer, deadLetters, relays,
+    BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, valueDeserializer, deadLetters, relays,
         logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), restarter);
-    this.ownership = new PartitionOwnership(system, settings, placement, delivery, relays);
+    this.ownership = new PartitionOwnership(system, settings, host, targets, delivery, relays);
   }
 
   private PartitionOwnership ownership() {
@@ -271,7 +257,7 @@ final class RunningPipeline<V> implements Pipeline {
     Duration probe = settings.askTimeout().compareTo(Duration.ofSeconds(5)) < 0 ? settings.askTimeout()
         : Duration.ofSeconds(5);
     for (PartitionId id : ids) {
-      statuses.add(placement.askStatus(id, probe).toCompletableFuture());
+      statuses.add(targets.askStatus(id, probe).toCompletableFuture());
     }
     return ends.thenCompose(endOffsets -> CompletableFuture.allOf(statuses.toArray(new CompletableFuture[0]))
         .handle((v, e) -> {
@@ -319,24 +305,5 @@ final class RunningPipeline<V> implements Pipeline {
     stopped = consumerClosed.copy()
         .completeOnTimeout(Done.getInstance(), settings.drainTimeout().toMillis() + 500, TimeUnit.MILLISECONDS);
     return stopped;
-  }
-
-  /** Shard id = entity id = group|topic|partition: one shard per partition, placed by the Kafka assignment. */
-  private static final class OneShardPerPartition
-      extends ShardingMessageExtractor<ShardingEnvelope<PartitionCommand>, PartitionCommand> {
-    @Override
-    public String entityId(ShardingEnvelope<PartitionCommand> envelope) {
-      return envelope.entityId();
-    }
-
-    @Override
-    public String shardId(String entityId) {
-      return entityId;
-    }
-
-    @Override
-    public PartitionCommand unwrapMessage(ShardingEnvelope<PartitionCommand> envelope) {
-      return envelope.message();
-    }
   }
 }

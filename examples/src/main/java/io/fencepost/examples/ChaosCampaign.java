@@ -71,6 +71,7 @@ public final class ChaosCampaign {
   private final List<String> faultLog = Collections.synchronizedList(new ArrayList<>());
   /** Each SIGKILL: the node and the (log) clock time. */
   private final List<Map.Entry<String, LocalTime>> kills = new ArrayList<>();
+  private int keptDown = -1;
   private JvmProcess broker;
   private String bootstrap;
   private int brokerPort;
@@ -106,18 +107,16 @@ public final class ChaosCampaign {
       long gap = (long) (seconds * 1000 / (schedule.size() + 1));
       Random random = new Random(plan.seed());
       for (Fault f : schedule) {
-        Thread.sleep(Math.max(1000, gap - 8000));
+        supervise(Duration.ofMillis(Math.max(1000, gap - 8000)));
         inject(f, random);
       }
-      producing.join();
+      while (producing.isAlive()) {
+        supervise(Duration.ofSeconds(1));
+      }
       if (producerFailure.get() != null) {
         throw new IllegalStateException("the generator failed: " + producerFailure.get(), producerFailure.get());
       }
-      for (int i = 0; i < nodes.length; i++) {
-        if (!nodes[i].isAlive()) {
-          restartNode(i, "was down at the end");
-        }
-      }
+      restartExited();
       Reconciliation.Report report = LedgerReconciliation.awaitComplete(
           LedgerReconciliation.of(bootstrap, TOPIC, GROUP, db).bucket(Duration.ofSeconds(30)), Duration.ofMinutes(4),
           (done, expected) -> { });
@@ -208,6 +207,26 @@ public final class ChaosCampaign {
     return p;
   }
 
+  /**
+   * Waits {@code time} the way a process supervisor (systemd, Kubernetes) would: a node that exits,
+   * for instance after the split-brain resolver downed it, is started again within half a second.
+   */
+  private void supervise(Duration time) throws InterruptedException {
+    long deadline = System.nanoTime() + time.toNanos();
+    do {
+      restartExited();
+      Thread.sleep(Math.min(500, Math.max(0, (deadline - System.nanoTime()) / 1_000_000)));
+    } while (System.nanoTime() < deadline);
+  }
+
+  private void restartExited() {
+    for (int i = 0; i < nodes.length; i++) {
+      if (i != keptDown && !nodes[i].isAlive()) {
+        restartNode(i, "it exited with status " + nodes[i].awaitExit(Duration.ZERO));
+      }
+    }
+  }
+
   private void restartNode(int i, String why) {
     nodes[i] = node("node" + i, ports[i]);
     nodes[i].awaitLine("READY", Duration.ofSeconds(120));
@@ -215,46 +234,46 @@ public final class ChaosCampaign {
   }
 
   private void inject(Fault f, Random random) throws Exception {
+    restartExited();
     int i = random.nextInt(nodes.length);
     switch (f) {
       case KILL -> {
         nodes[i].kill();
         kills.add(Map.entry("node" + i, LocalTime.now()));
         log("SIGKILL node" + i);
-        Thread.sleep(10_000);   // the split-brain resolver downs it; its partitions move
-        restartNode(i, "after SIGKILL");
+        keptDown = i;   // stays down while the split-brain resolver downs it and its partitions move
+        supervise(Duration.ofSeconds(10));
+        keptDown = -1;
+        restartExited();
       }
       case ZOMBIE -> {
         nodes[i].pause();
         log("SIGSTOP node" + i);
-        Thread.sleep(12_000);   // past session.timeout.ms and the resolver's stable-after
+        supervise(Duration.ofSeconds(12));   // past session.timeout.ms and the resolver's stable-after
         nodes[i].resume();
         log("SIGCONT node" + i);
-        Thread.sleep(5_000);
-        if (!nodes[i].isAlive()) {
-          restartNode(i, "the zombie was downed and exited");
-        }
+        supervise(Duration.ofSeconds(5));   // the resolver downed it: it exits and is started again
       }
       case REBALANCE -> {
         int port = FreePorts.next();
         JvmProcess extra = node("extra", port);
         extra.awaitLine("READY", Duration.ofSeconds(120));
         log("node added (rebalance)");
-        Thread.sleep(8_000);
+        supervise(Duration.ofSeconds(8));
         extra.terminate(Duration.ofSeconds(60));
         log("node removed gracefully (rebalance)");
       }
       case BROKER_RESTART -> {
         broker.terminate(Duration.ofSeconds(60));
         log("broker stopped");
-        Thread.sleep(3_000);
+        supervise(Duration.ofSeconds(3));
         startBroker();
         log("broker restarted");
       }
       case POSTGRES_STOP -> {
         postgres.stopServer();
         log("PostgreSQL stopped");
-        Thread.sleep(10_000);
+        supervise(Duration.ofSeconds(10));
         postgres.startServer();
         log("PostgreSQL started");
       }

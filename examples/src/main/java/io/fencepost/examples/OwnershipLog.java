@@ -12,33 +12,29 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * What the ledger nodes' logs say about partition ownership: fenced writes, hand-off timeouts,
- * partition restarts and anomalies that must never happen, and when partitions started after a
+ * What the ledger nodes' logs say about partition ownership: fenced writes, partition restarts and anomalies that must never happen, and when partitions started after a
  * fault. Reads whole log files (every start of a node appends to its file).
  */
-public record OwnershipLog(long fencedWrites, long handoffTimeouts, long partitionRestarts, long anomalies) {
+public record OwnershipLog(long fencedWrites, long partitionRestarts, long anomalies) {
 
   /** Lines of {@code PartitionOwnership} that report a broken rule (a bug): never expected. */
   static final List<String> ANOMALIES = List.of("(a bug", "has not ended after");
   static final String RESTART = "seeking it to its actor's stored offset again";
-  static final String HANDOFF_TIMEOUT = "consuming anyway";
   static final String SEEK = "seeking to stored offsets";
 
   /** Counts over the given node logs. */
   public static OwnershipLog of(List<Path> logs) {
     long fenced = 0;
-    long handoff = 0;
     long restarts = 0;
     long anomalies = 0;
     for (Path log : logs) {
       for (String line : lines(log)) {
         fenced += isFencedWrite(line) ? 1 : 0;
-        handoff += line.contains(HANDOFF_TIMEOUT) ? 1 : 0;
         restarts += line.contains(RESTART) ? 1 : 0;
         anomalies += ANOMALIES.stream().anyMatch(line::contains) ? 1 : 0;
       }
     }
-    return new OwnershipLog(fenced, handoff, restarts, anomalies);
+    return new OwnershipLog(fenced, restarts, anomalies);
   }
 
   /**
@@ -56,8 +52,7 @@ public record OwnershipLog(long fencedWrites, long handoffTimeouts, long partiti
   }
 
   public String render() {
-    return "fenced writes " + fencedWrites + ", shards consumed remotely after the hand-off timeout " + handoffTimeouts
-        + ", partition restarts " + partitionRestarts + ", ownership anomalies " + anomalies;
+    return "fenced writes " + fencedWrites + ", partition restarts " + partitionRestarts + ", ownership anomalies " + anomalies;
   }
 
   /**

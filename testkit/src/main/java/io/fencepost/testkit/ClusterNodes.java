@@ -19,9 +19,9 @@ public final class ClusterNodes {
 
   /**
    * Cluster config for a node on 127.0.0.1:{@code port} (0 for a free port) with the given seed
-   * nodes ({@code host:port}), split-brain resolver on (keep-majority), and fast sharding
-   * rebalances and hand-off timeouts so partitions follow the Kafka assignment quickly (a hand-off
-   * away from an unreachable node blocks its shard for {@code handoff-timeout}, 60 s by default).
+   * nodes ({@code host:port}) and the split-brain resolver on (keep-majority). Fencepost's
+   * partition actors run where Kafka assigns their partitions, so a fail-over does not wait for the
+   * resolver: it only decides which nodes stay members.
    */
   public static Config node(String systemName, int port, List<String> seeds) {
     String seedList = seeds.stream().map(s -> "\"pekko://" + systemName + "@" + s + "\"")
@@ -34,11 +34,7 @@ public final class ClusterNodes {
         "pekko.cluster.downing-provider-class = \"org.apache.pekko.cluster.sbr.SplitBrainResolverProvider\"",
         "pekko.cluster.split-brain-resolver.active-strategy = keep-majority",
         "pekko.cluster.split-brain-resolver.stable-after = 5s",
-        "pekko.cluster.sharding.handoff-timeout = 3s",
         "pekko.cluster.jmx.multi-mbeans-in-same-jvm = on",
-        "pekko.cluster.sharding.rebalance-interval = 1s",
-        "pekko.cluster.distributed-data.gossip-interval = 500ms",
-        "pekko.cluster.distributed-data.notify-subscribers-interval = 100ms",
         "pekko.coordinated-shutdown.exit-jvm = off"));
   }
 

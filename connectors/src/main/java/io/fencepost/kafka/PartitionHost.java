@@ -1,0 +1,217 @@
+package io.fencepost.kafka;
+
+import java.net.URLEncoder;
+import java.time.Duration;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+import io.fencepost.PartitionActor;
+import io.fencepost.PartitionCommand;
+import io.fencepost.PartitionContext;
+import io.fencepost.PartitionId;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.Terminated;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs the partition actors of the partitions Kafka assigned to this node, on this node: Kafka's
+ * group coordinator is the only placement authority, so placement can never disagree with the
+ * assignment, and a fail-over waits for nothing but the consumer group. Two incarnations of one
+ * partition on two nodes (a paused owner that comes back) are kept apart by the journal's fence,
+ * exactly as before; on one node a partition has at most one incarnation at a time: a new one
+ * starts only after the previous one stopped.
+ *
+ * <p>Each admitted partition gets a small keeper actor that forwards commands to the partition's
+ * actor and starts it again (recovering from the journal) when it stopped on its own, e.g. after
+ * the fence refused its write.
+ */
+final class PartitionHost {
+
+  private static final Logger log = LoggerFactory.getLogger(PartitionHost.class);
+  private static final AtomicLong KEEPERS = new AtomicLong();
+
+  /** The keeper's own message: its actor did not stop in time. */
+  private enum ForceStop { INSTANCE }
+
+  private final ActorSystem<?> system;
+  private final String pipeline;
+  private final Function<PartitionId, Behavior<PartitionCommand>> behavior;
+  private final Duration stopTimeout;
+  // Guarded by this.
+  private final Map<PartitionId, Keeper> keepers = new HashMap<>();
+
+  PartitionHost(ActorSystem<?> system, PipelineSettings settings,
+      Function<PartitionContext, ? extends PartitionActor<?, ?, ?>> factory) {
+    this(system, settings.name(), id -> PartitionActor.behavior(id, settings.partitionActor(), factory),
+        settings.askTimeout());
+  }
+
+  /**
+   * @param stopTimeout how long a stopping actor may take (a write in flight ends within the ask
+   *     timeout) before it is stopped at once; a write it still had in flight is then either
+   *     committed before the next incarnation recovers or refused by the fence
+   */
+  PartitionHost(ActorSystem<?> system, String pipeline, Function<PartitionId, Behavior<PartitionCommand>> behavior,
+      Duration stopTimeout) {
+    this.system = system;
+    this.pipeline = pipeline;
+    this.behavior = behavior;
+    this.stopTimeout = stopTimeout;
+  }
+
+  private record Keeper(CompletionStage<ActorRef<PartitionCommand>> ref, CompletableFuture<Done> stopped,
+      boolean stopping) {
+  }
+
+  /**
+   * Lets the partition's actor run here (the partition was assigned to this node). Starts its keeper
+   * once the keeper of an earlier assignment has stopped.
+   */
+  synchronized void admit(PartitionId id) {
+    Keeper current = keepers.get(id);
+    if (current != null && !current.stopping()) {
+      return;
+    }
+    CompletionStage<Done> previous = current == null ? CompletableFuture.completedFuture(Done.getInstance())
+        : current.stopped();
+    CompletableFuture<Done> stopped = new CompletableFuture<>();
+    if (!previous.toCompletableFuture().isDone()) {
+      log.info("[{}] [{}] assigned again while its previous actor stops; it starts once that one stopped", pipeline,
+          id.shortName());
+    }
+    CompletableFuture<ActorRef<PartitionCommand>> ref = previous.toCompletableFuture().thenApply(d -> system
+        .<Object>systemActorOf(keeper(id, stopped), keeperName(id), Props.empty()).narrow());
+    ref.whenComplete((r, e) -> {
+      if (e != null) {
+        log.error("[{}] [{}] could not start the keeper of its actor: {}", pipeline, id.shortName(), e.toString(), e);
+        stopped.complete(Done.getInstance());
+      }
+    });
+    keepers.put(id, new Keeper(ref, stopped, false));
+  }
+
+  /**
+   * The partition's actor on this node (through its keeper). Fails for a partition not admitted:
+   * nothing may start an actor of a partition this node does not own.
+   */
+  synchronized CompletionStage<ActorRef<PartitionCommand>> actor(PartitionId id) {
+    Keeper k = keepers.get(id);
+    if (k == null || k.stopping()) {
+      return CompletableFuture.failedFuture(new IllegalStateException(
+          "[" + pipeline + "] partition " + id.shortName() + " is not assigned to this node"));
+    }
+    CompletableFuture<ActorRef<PartitionCommand>> ref = k.ref().toCompletableFuture();
+    // Pending only while a previous incarnation stops, which is forced after stopTimeout.
+    return ref.isDone() ? ref : ref.copy().orTimeout(2 * stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** Stops the partition's actor (after the commands it already holds); completes when it stopped. */
+  synchronized CompletionStage<Done> stop(PartitionId id) {
+    Keeper k = keepers.get(id);
+    if (k == null) {
+      return CompletableFuture.completedFuture(Done.getInstance());
+    }
+    if (!k.stopping()) {
+      keepers.put(id, new Keeper(k.ref(), k.stopped(), true));
+      k.ref().thenAccept(ref -> ref.tell(new PartitionCommand.Stop()));
+      k.stopped().thenRun(() -> forget(id, k.stopped()));
+    }
+    return k.stopped();
+  }
+
+  /** Stops every partition actor of this pipeline on this node. */
+  CompletionStage<Done> stopAll() {
+    List<PartitionId> ids;
+    synchronized (this) {
+      ids = List.copyOf(keepers.keySet());
+    }
+    return CompletableFuture.allOf(ids.stream().map(id -> stop(id).toCompletableFuture())
+        .toArray(CompletableFuture[]::new)).thenApply(v -> Done.getInstance());
+  }
+
+  private synchronized void forget(PartitionId id, CompletableFuture<Done> stopped) {
+    Keeper k = keepers.get(id);
+    if (k != null && k.stopped() == stopped) {
+      keepers.remove(id);
+    }
+  }
+
+  private String keeperName(PartitionId id) {
+    return "fencepost-" + URLEncoder.encode(pipeline + "-" + id.entityId(), StandardCharsets.UTF_8)
+        + "-" + KEEPERS.incrementAndGet();
+  }
+
+  /**
+   * Forwards commands to the partition's actor, starting it (it recovers from the journal) whenever
+   * none runs; on {@link PartitionCommand.Stop} stops it and then itself.
+   */
+  private Behavior<Object> keeper(PartitionId id, CompletableFuture<Done> stopped) {
+    return Behaviors.setup(ctx -> new Object() {
+      private ActorRef<PartitionCommand> child;
+      private long incarnation;
+      private boolean stopping;
+
+      Behavior<Object> running() {
+        return Behaviors.receive(Object.class)
+            .onMessage(PartitionCommand.Stop.class, stop -> {
+              stopping = true;
+              if (child == null) {
+                return Behaviors.stopped();
+              }
+              child.tell(stop);
+              ctx.scheduleOnce(stopTimeout, ctx.getSelf(), ForceStop.INSTANCE);
+              return Behaviors.same();
+            })
+            .onMessageEquals(ForceStop.INSTANCE, () -> {
+              if (child != null) {
+                log.warn("[{}] [{}] actor did not stop within {} (a write in flight, or recovering); stopping it at "
+                    + "once (the journal's fence refuses a write it still had in flight if another incarnation "
+                    + "wrote first)", pipeline, id.shortName(), stopTimeout);
+                ctx.stop(child);
+              }
+              return Behaviors.same();
+            })
+            .onMessage(PartitionCommand.class, command -> {
+              if (child == null) {
+                child = start(ctx);
+              }
+              child.tell(command);
+              return Behaviors.same();
+            })
+            .onSignal(Terminated.class, t -> {
+              if (!t.getRef().equals(child)) {
+                return Behaviors.same();
+              }
+              child = null;
+              return stopping ? Behaviors.stopped() : Behaviors.same();
+            })
+            .onSignal(PostStop.class, s -> {
+              stopped.complete(Done.getInstance());
+              return Behaviors.same();
+            })
+            .build();
+      }
+
+      private ActorRef<PartitionCommand> start(ActorContext<Object> c) {
+        ActorRef<PartitionCommand> ref = c.spawn(behavior.apply(id), "incarnation-" + (++incarnation));
+        c.watch(ref);
+        return ref;
+      }
+    }.running());
+  }
+}
