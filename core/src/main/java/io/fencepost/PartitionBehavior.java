@@ -86,6 +86,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private long droppedRedelivery;
   private boolean statementLogged;
+  private final long startedNanos = System.nanoTime();
   // Set when the journal refused the in-flight write on its unique key (counted and logged then).
   private boolean fencedByKey;
   // Set when this incarnation lost a write: it answers nothing more but "fenced" until it stops.
@@ -202,6 +203,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private void onRecoveryCompleted(PartitionState<S> state) {
     if (!statementLogged) {
       statementLogged = true;
+      // Part of every fail-over and assignment: how long this partition took to become ready.
+      ctx.getLog().info("[{}] recovered in {} ms: next offset {}, sequence number {}", partition.shortName(),
+          (System.nanoTime() - startedNanos) / 1_000_000,
+          state.nextOffset() == PartitionState.NO_OFFSET ? "none stored" : Long.toString(state.nextOffset()),
+          lastSequenceNumber(ctx));
       if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE) {
         ctx.getLog().warn("[{}] runs AT-MOST-ONCE: a crash between the offset write and the effects loses "
             + "that batch's effects", partition.shortName());

@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -316,6 +317,54 @@ class ClusterFailoverIT {
     assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
     System.out.println("zombie: fenced writes seen " + fencedWrites() + ", zombie told it was downed: "
         + nodes[2].countLines("has been downed"));
+  }
+
+  /**
+   * Sequential faults: a zombie the others down, then (before it is back) a SIGKILL of the oldest
+   * node. With two members left and one of them dead, keep-majority may down the last node too; a
+   * supervisor (this test) starts every downed node again. The ledger must go on all the same: its
+   * partitions follow Kafka, not the cluster's membership.
+   */
+  @Test
+  void aZombieThenAKillOfTheOldestNodeDoNotStopTheLedger() throws Exception {
+    AtomicLongArray produced = new AtomicLongArray(PARTITIONS);
+    Thread producer = producer(0, 48_000, 1_200, produced);   // ~40 s of traffic
+    Thread.sleep(4_000);
+    nodes[2].pause();                                          // SIGSTOP 20 s: a zombie
+    Thread.sleep(20_000);
+    nodes[2].resume();
+    assertEquals(LedgerNode.DOWNED_EXIT_STATUS, nodes[2].awaitExit(Duration.ofSeconds(60)),
+        "the resumed zombie learns it was downed and exits for its supervisor");
+    startNode(2);
+    nodes[0].kill();                                           // the oldest node, before node2 is back
+    List<String> restarts = new ArrayList<>();
+    AtomicBoolean supervising = new AtomicBoolean(true);
+    Thread supervisor = new Thread(() -> {
+      while (supervising.get()) {
+        for (int i = 1; i < 3; i++) {
+          if (!nodes[i].isAlive()) {
+            restarts.add("node" + i + " exited with status " + nodes[i].awaitExit(Duration.ZERO));
+            startNode(i);
+          }
+        }
+        try {
+          Thread.sleep(200);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }, "supervisor");
+    supervisor.start();
+    try {
+      producer.join();
+      assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
+    } finally {
+      supervising.set(false);
+      supervisor.interrupt();
+      supervisor.join();
+    }
+    System.out.println("zombie then kill of the oldest: restarts by the supervisor " + restarts
+        + "; fenced writes seen " + fencedWrites());
   }
 
   /**
