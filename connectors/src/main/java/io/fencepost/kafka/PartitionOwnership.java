@@ -404,37 +404,39 @@ final class PartitionOwnership {
    * the next owner recovers after this node's last write: a handover without a fence.
    */
   private void awaitStopped(List<Assignment> ended, long deadline) {
-    CompletableFuture<?>[] stops = ended.stream().map(o -> host.stop(o.id).toCompletableFuture())
-        .toArray(CompletableFuture[]::new);
-    try {
-      CompletableFuture.allOf(stops).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-    } catch (TimeoutException e) {
+    boolean stopped = awaitAll(ended.stream().map(o -> host.stop(o.id)), deadline - System.nanoTime());
+    if (!stopped) {
       log.info("[{}] actors of {} still stopping after drain-timeout {}; letting go anyway (the journal's fence "
           + "refuses a late write of theirs)", settings.name(), ended.stream().map(o -> o.tp).toList(),
           settings.drainTimeout());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (ExecutionException e) {
-      // a stop never fails
     }
   }
 
   private void awaitStreams(List<Assignment> streams) {
     // The partition's latest stream too: after a restart it can still run while the new one prepares.
-    CompletableFuture<?>[] all = streams.stream()
-        .flatMap(o -> Stream.of(o.done(), lastStream.getOrDefault(o.tp, o.done())))
-        .map(done -> done.toCompletableFuture().exceptionally(e -> null))
-        .toArray(CompletableFuture[]::new);
-    try {
-      CompletableFuture.allOf(all).get(settings.drainTimeout().toMillis(), TimeUnit.MILLISECONDS);
-    } catch (TimeoutException e) {
+    boolean finished = awaitAll(streams.stream().flatMap(o -> Stream.of(o.done(), lastStream.getOrDefault(o.tp,
+        o.done()))), settings.drainTimeout().toNanos());
+    if (!finished) {
       log.info("[{}] in-flight batches of {} did not finish within drain-timeout {}; abandoned (the next owner "
           + "reads the actor's stored offset)", settings.name(), streams.stream().map(o -> o.tp).toList(),
           settings.drainTimeout());
+    }
+  }
+
+  /** Waits up to {@code nanos} for every stage (failed ones count as ended); false on timeout. */
+  private static boolean awaitAll(Stream<? extends CompletionStage<?>> stages, long nanos) {
+    CompletableFuture<?>[] all = stages.map(st -> st.toCompletableFuture().exceptionally(e -> null))
+        .toArray(CompletableFuture[]::new);
+    try {
+      CompletableFuture.allOf(all).get(Math.max(0, nanos), TimeUnit.NANOSECONDS);
+      return true;
+    } catch (TimeoutException e) {
+      return false;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      return false;
     } catch (ExecutionException e) {
-      // each future swallows its own failure
+      return true;   // unreachable: every stage swallows its own failure
     }
   }
 
