@@ -39,6 +39,15 @@ public record OutboxRecord(String topic, Optional<String> key, byte[] value) {
     return new String(value, StandardCharsets.UTF_8);
   }
 
+  /**
+   * The persistence id under which the outbox relay of a partition stores the journal sequence number
+   * it has published up to (durable state), e.g. for {@code JournalCompaction}, which never compacts
+   * past it.
+   */
+  public static String relayPersistenceId(String partitionPersistenceId) {
+    return "fencepost-outbox|" + partitionPersistenceId;
+  }
+
   /** The stable id of the {@code index}-th outbox record of journal entry {@code sequenceNr}. */
   public static String id(String persistenceId, long sequenceNr, int index) {
     return persistenceId + "/" + sequenceNr + "/" + index;

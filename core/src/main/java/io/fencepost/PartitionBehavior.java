@@ -267,7 +267,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }
     replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
         + "] journal write of offsets [" + event.fromOffset() + ".." + (event.nextOffset() - 1)
-        + "] failed and nothing was applied; resend the batch (the actor recovered and is ready)")));
+        + "] failed and was not in the journal when the actor recovered; resend the batch (the actor is ready; if "
+        + "the failed write still commits late, the resend is fenced by it and its records dropped as redeliveries)")));
   }
 
   private void clearPending() {

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import io.fencepost.AppliedBatch;
 import io.fencepost.OutboxRecord;
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalGapException;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -73,13 +74,14 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final Executor blocking;
   private long publishedUpTo = -1;
   private boolean roundRunning;
+  private boolean blocked;
   private boolean wakeAgain;
   private long storedAtNanos = System.nanoTime();
   private long publishedTotal;
 
   private OutboxRelay(ActorContext<Command> ctx, TimerScheduler<Command> timers, PartitionId partition,
       OutboxSettings settings, Producer<byte[], byte[]> producer) {
-    super(PersistenceId.ofUniqueId("fencepost-outbox|" + partition.persistenceId()));
+    super(PersistenceId.ofUniqueId(OutboxRecord.relayPersistenceId(partition.persistenceId())));
     this.ctx = ctx;
     this.timers = timers;
     this.partition = partition;
@@ -129,6 +131,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   public CommandHandler<Command, Long> commandHandler() {
     return newCommandHandlerBuilder().forAnyState()
         .onCommand(Wake.class, (stored, wake) -> {
+          if (blocked) {
+            return Effect().none();
+          }
           if (roundRunning) {
             wakeAgain = true;
           } else {
@@ -153,10 +158,16 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private RoundDone publishFrom(long from) {
     String pid = partition.persistenceId();
     try {
+      // Open-ended and limited, not a window: the first entry read shows a hole right after the position.
       List<EventEnvelope> entries = journal
-          .currentEventsByPersistenceId(pid, from, from + settings.maxEntriesPerRound() - 1)
+          .currentEventsByPersistenceId(pid, from, Long.MAX_VALUE)
+          .take(settings.maxEntriesPerRound())
           .runWith(Sink.seq(), ctx.getSystem())
           .toCompletableFuture().get(ROUND_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+      JournalGapException.check("outbox relay of " + partition.shortName(), pid, from,
+          entries.stream().map(EventEnvelope::sequenceNr).toList(),
+          last -> "stop the pipeline and store " + last + " as the relay's position (durable state ["
+              + OutboxRecord.relayPersistenceId(pid) + "]); the outbox records of those entries are then never published");
       List<Future<RecordMetadata>> acks = new ArrayList<>();
       long upTo = from - 1;
       for (EventEnvelope entry : entries) {
@@ -192,6 +203,13 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
 
   private Effect<Long> onRoundDone(Long stored, RoundDone done) {
     roundRunning = false;
+    if (done.failure() instanceof JournalGapException gap) {
+      // Never skipped: the relay stops here, once, loudly. Restarting the pipeline tries again.
+      blocked = true;
+      timers.cancel(TIMER);
+      ctx.getLog().error("[{}] outbox relay stopped publishing: {}", partition.shortName(), gap.getMessage());
+      return Effect().none();
+    }
     if (done.failure() != null) {
       // Nothing of this round counts: the next round starts from the same entry (copies already
       // sent are dropped downstream by their id).

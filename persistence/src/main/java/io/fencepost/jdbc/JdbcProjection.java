@@ -13,6 +13,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import io.fencepost.AppliedBatch;
+import io.fencepost.errors.JournalGapException;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
 import org.apache.pekko.persistence.query.EventEnvelope;
@@ -55,6 +56,8 @@ public final class JdbcProjection implements AutoCloseable {
   private final List<String> persistenceIds;
   private final Handler handler;
   private ScheduledExecutorService scheduler;
+  /** Persistence ids stopped at a journal gap (logged once each). */
+  private final java.util.Set<String> gaps = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, List<String> persistenceIds,
       Handler handler) {
@@ -131,6 +134,8 @@ public final class JdbcProjection implements AutoCloseable {
       scheduler.scheduleWithFixedDelay(() -> {
         try {
           runOnce();
+        } catch (JournalGapException e) {
+          log.debug("[{}] projection stays stopped at a journal gap (logged once): {}", name, e.toString());
         } catch (RuntimeException e) {
           log.warn("[{}] projection run failed, retrying in {} ms: {}", name, interval.toMillis(), e.toString());
         }
@@ -155,13 +160,25 @@ public final class JdbcProjection implements AutoCloseable {
       long from = position(pid);
       List<EventEnvelope> envelopes;
       try {
-        envelopes = journal.currentEventsByPersistenceId(pid, from + 1, from + CHUNK)
+        // Open-ended and limited, not a window: the first entry read shows a hole right after the position.
+        envelopes = journal.currentEventsByPersistenceId(pid, from + 1, Long.MAX_VALUE).take(CHUNK)
             .runWith(Sink.seq(), system).toCompletableFuture().get(60, TimeUnit.SECONDS);
       } catch (Exception e) {
         throw new IllegalStateException("[" + name + "] cannot read the journal of [" + pid + "]: " + e, e);
       }
       if (envelopes.isEmpty()) {
         return applied;
+      }
+      try {
+        JournalGapException.check("projection " + name, pid, from + 1,
+            envelopes.stream().map(EventEnvelope::sequenceNr).toList(),
+            last -> "UPDATE fencepost_projection_offsets SET seq = " + last + " WHERE projection = '" + name
+                + "' AND persistence_id = '" + pid + "' (their read-model updates are then never applied)");
+      } catch (JournalGapException gap) {
+        if (gaps.add(pid)) {
+          log.error("[{}] projection stopped for [{}]: {}", name, pid, gap.getMessage());
+        }
+        throw gap;
       }
       for (EventEnvelope env : envelopes) {
         if (!applyOne(pid, env)) {
