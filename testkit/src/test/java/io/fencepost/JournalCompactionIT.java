@@ -109,10 +109,10 @@ class JournalCompactionIT {
     JdbcProjection balances = projection("balances-" + scope, seen);
     // The projection reads entries 1 and 2 only (as if it stopped there), then the rest arrive.
     try (Connection c = db.connect(); PreparedStatement st = c.prepareStatement(
-        "INSERT INTO fencepost_projection_offsets (projection, persistence_id, seq) VALUES (?, ?, 2)")) {
+        "UPDATE fencepost_projection_offsets SET seq = 2 WHERE projection = ? AND persistence_id = ?")) {
       st.setString(1, "balances-" + scope);
       st.setString(2, partition.persistenceId());
-      st.executeUpdate();
+      assertEquals(1, st.executeUpdate(), "installSchema registered the projection at 0");
     } catch (java.sql.SQLException e) {
       throw new IllegalStateException(e);
     }
@@ -135,15 +135,26 @@ class JournalCompactionIT {
         .getDurableStateStoreFor(DurableStateUpdateStore.class, "jdbc-durable-state-store");
     store.upsertObject(OutboxRecord.relayPersistenceId(partition.persistenceId()), 1L, (Object) 3L, "")
         .toCompletableFuture().get(30, TimeUnit.SECONDS);
-    assertEquals(new JournalCompaction.Result(partition.persistenceId(), 4, 3, 3, List.of("outbox relay at 3")),
-        compact());
+    assertEquals(new JournalCompaction.Result(partition.persistenceId(), 4, 3, 3,
+        List.of("outbox records from entry 4 on, not yet published (relay at 3)")), compact());
   }
 
   @Test
-  void outboxRecordsNoRelayPublishedYetAreNeverCompacted() {
+  void outboxRecordsNoRelayPublishedYetAreNeverCompactedAndTheRelayStartsAfterTheRest() {
     journalFiveBatches(20);   // entries 3..5 hold outbox records; no relay has stored a position
     assertEquals(new JournalCompaction.Result(partition.persistenceId(), 4, 2, 2,
-        List.of("outbox records from entry 3 on, and no relay position stored")), compact());
+        List.of("outbox records from entry 3 on, not yet published (relay at 0)")), compact());
+    // The relay's position moved to the limit: a relay starting now begins at entry 3, no hole.
+    assertEquals(new JournalCompaction.Result(partition.persistenceId(), 4, 2, 0,
+        List.of("outbox records from entry 3 on, not yet published (relay at 2)")), compact());
+  }
+
+  @Test
+  void aProjectionInstalledButNotRunYetHoldsCompactionAtItsStart() {
+    journalFiveBatches(Long.MAX_VALUE);
+    projection("fresh-" + scope, new ArrayList<>());
+    assertEquals(new JournalCompaction.Result(partition.persistenceId(), 4, 0, 0,
+        List.of("projection [fresh-" + scope + "] at 0")), compact());
   }
 
   @Test
@@ -165,8 +176,9 @@ class JournalCompactionIT {
     assertEquals(0, late.position(partition.persistenceId()));
     assertEquals("[projection late-" + scope + "] journal entries [1..4] of [" + partition.persistenceId()
         + "] are not readable any more (compacted or deleted before this reader consumed them); it stops before "
-        + "them instead of skipping what they held. Restore those rows from a backup, or accept the loss: UPDATE "
-        + "fencepost_projection_offsets SET seq = 4 WHERE projection = 'late-" + scope + "' AND persistence_id = '"
-        + partition.persistenceId() + "' (their read-model updates are then never applied)", gap.getMessage());
+        + "them instead of skipping what they held. Restore those rows from a backup, or accept the loss: set this "
+        + "projection's position to 4 (table fencepost_projection_offsets, projection [late-" + scope + "], "
+        + "persistence_id [" + partition.persistenceId() + "]); their read-model updates are then never applied",
+        gap.getMessage());
   }
 }

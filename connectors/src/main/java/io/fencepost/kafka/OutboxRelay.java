@@ -74,7 +74,6 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final Executor blocking;
   private long publishedUpTo = -1;
   private boolean roundRunning;
-  private boolean blocked;
   private boolean wakeAgain;
   private long storedAtNanos = System.nanoTime();
   private long publishedTotal;
@@ -131,9 +130,6 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   public CommandHandler<Command, Long> commandHandler() {
     return newCommandHandlerBuilder().forAnyState()
         .onCommand(Wake.class, (stored, wake) -> {
-          if (blocked) {
-            return Effect().none();
-          }
           if (roundRunning) {
             wakeAgain = true;
           } else {
@@ -204,11 +200,12 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private Effect<Long> onRoundDone(Long stored, RoundDone done) {
     roundRunning = false;
     if (done.failure() instanceof JournalGapException gap) {
-      // Never skipped: the relay stops here, once, loudly. Restarting the pipeline tries again.
-      blocked = true;
-      timers.cancel(TIMER);
-      ctx.getLog().error("[{}] outbox relay stopped publishing: {}", partition.shortName(), gap.getMessage());
-      return Effect().none();
+      // Never skipped. The relay restarts (with backoff, at most every 30 s) and reads its stored
+      // position again: a previous relay of the partition may have stored a newer one after this
+      // one recovered (a hand-over). A real hole stays, and is reported at each attempt.
+      ctx.getLog().error("[{}] outbox relay stopped publishing; it restarts from its stored position: {}",
+          partition.shortName(), gap.getMessage());
+      throw gap;
     }
     if (done.failure() != null) {
       // Nothing of this round counts: the next round starts from the same entry (copies already

@@ -111,6 +111,7 @@ final class RunningPipeline<V> implements Pipeline {
     RunningPipeline<V> p = new RunningPipeline<>(system, factory, valueDeserializer, settings);
     try {
       p.checkTopics();
+      JournalWarmup.await(system, settings, settings.askTimeout());
       String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
       if (!isolation.equals("read_committed")) {
         log.warn("[{}] kafka-clients.isolation.level is [{}]: records of aborted producer transactions are applied "

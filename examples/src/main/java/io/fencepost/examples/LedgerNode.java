@@ -175,6 +175,11 @@ public final class LedgerNode implements AutoCloseable {
       if (flags.isSet("read-model")) {
         node.startReadModel(journal, flags.require("bootstrap"), flags.require("topic"), flags.require("group"));
       }
+      // A supervisor or a test may wait for the node to be a cluster member (consuming does not).
+      org.apache.pekko.cluster.Cluster.get(node.system().classicSystem()).registerOnMemberUp(() -> {
+        System.out.println("UP " + node.system().address());
+        System.out.flush();
+      });
       System.out.println("READY " + node.system().address());
       System.out.flush();
       node.system().getWhenTerminated().toCompletableFuture().get();

@@ -96,6 +96,10 @@ class ClusterFailoverIT {
     for (int i = 0; i < 3; i++) {
       nodes[i].awaitLine("READY", Duration.ofSeconds(90));
     }
+    // Faults start from a formed cluster: a node that is not a member yet cannot be downed.
+    for (int i = 0; i < 3; i++) {
+      nodes[i].awaitLine("UP ", Duration.ofSeconds(90));
+    }
   }
 
   @AfterEach

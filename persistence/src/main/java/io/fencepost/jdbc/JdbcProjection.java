@@ -86,7 +86,35 @@ public final class JdbcProjection implements AutoCloseable {
       throw new IllegalStateException("cannot create fencepost_projection_offsets on " + db.jdbcUrl() + ": "
           + e.getMessage(), e);
     }
+    register();
     return this;
+  }
+
+  /**
+   * Stores position 0 for every persistence id that has none yet, so that {@code JournalCompaction}
+   * sees this projection before its first batch and never compacts what it has not read.
+   */
+  private void register() {
+    try (Connection c = db.connect(); PreparedStatement st = c.prepareStatement("INSERT INTO "
+        + "fencepost_projection_offsets (projection, persistence_id, seq) SELECT ?, ?, 0 WHERE NOT EXISTS "
+        + "(SELECT 1 FROM fencepost_projection_offsets WHERE projection = ? AND persistence_id = ?)")) {
+      for (String pid : persistenceIds) {
+        st.setString(1, name);
+        st.setString(2, pid);
+        st.setString(3, name);
+        st.setString(4, pid);
+        try {
+          st.executeUpdate();
+        } catch (SQLException e) {
+          if (e.getSQLState() == null || !e.getSQLState().startsWith("23")) {
+            throw e;   // 23...: another instance registered it at the same time
+          }
+        }
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot register projection [" + name + "] on " + db.jdbcUrl() + ": "
+          + e.getMessage(), e);
+    }
   }
 
   /** The journal sequence number this projection has applied up to, for one persistence id (0: none). */
@@ -109,8 +137,12 @@ public final class JdbcProjection implements AutoCloseable {
       try {
         applied += catchUp(pid);
       } catch (RuntimeException e) {
-        // One failing journal must not hold the others back.
+        // One failing journal must not hold the others back. A failure other than a gap (logged once
+        // already) is the one thrown, so that it is not hidden behind the gap.
         if (first == null) {
+          first = e;
+        } else if (first instanceof JournalGapException && !(e instanceof JournalGapException)) {
+          e.addSuppressed(first);
           first = e;
         } else {
           first.addSuppressed(e);
@@ -126,6 +158,7 @@ public final class JdbcProjection implements AutoCloseable {
   /** Runs {@link #runOnce()} every {@code interval} on a thread of its own until {@link #close()}. */
   public synchronized JdbcProjection start(Duration interval) {
     if (scheduler == null) {
+      register();
       scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "fencepost-projection-" + name);
         t.setDaemon(true);
@@ -172,9 +205,12 @@ public final class JdbcProjection implements AutoCloseable {
       try {
         JournalGapException.check("projection " + name, pid, from + 1,
             envelopes.stream().map(EventEnvelope::sequenceNr).toList(),
-            last -> "UPDATE fencepost_projection_offsets SET seq = " + last + " WHERE projection = '" + name
-                + "' AND persistence_id = '" + pid + "' (their read-model updates are then never applied)");
+            last -> "set this projection's position to " + last + " (table fencepost_projection_offsets, projection ["
+                + name + "], persistence_id [" + pid + "]); their read-model updates are then never applied");
       } catch (JournalGapException gap) {
+        if (position(pid) != from) {
+          continue;   // another instance of this projection moved on meanwhile: read again from there
+        }
         if (gaps.add(pid)) {
           log.error("[{}] projection stopped for [{}]: {}", name, pid, gap.getMessage());
         }
@@ -184,6 +220,7 @@ public final class JdbcProjection implements AutoCloseable {
         if (!applyOne(pid, env)) {
           return applied;   // another instance moved on: re-read the position next run
         }
+        gaps.remove(pid);   // past the hole (the operator accepted the loss): a later one is reported again
         applied++;
       }
     }
@@ -234,9 +271,20 @@ public final class JdbcProjection implements AutoCloseable {
     }
   }
 
+  private boolean hasRow(Connection c, String pid) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement(
+        "SELECT 1 FROM fencepost_projection_offsets WHERE projection = ? AND persistence_id = ?")) {
+      st.setString(1, name);
+      st.setString(2, pid);
+      try (ResultSet rs = st.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
   /** Compare-and-set of the position; false when another instance got there first. */
   private boolean advance(Connection c, String pid, long expected, long next) throws SQLException {
-    if (expected == 0) {
+    if (expected == 0 && !hasRow(c, pid)) {
       try (PreparedStatement st = c.prepareStatement("INSERT INTO fencepost_projection_offsets "
           + "(projection, persistence_id, seq) VALUES (?, ?, ?)")) {
         st.setString(1, name);

@@ -6,18 +6,20 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
 import io.fencepost.AppliedBatch;
 import io.fencepost.OutboxRecord;
+import io.fencepost.jdbc.internal.SqlScripts;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
 import org.apache.pekko.persistence.query.EventEnvelope;
 import org.apache.pekko.persistence.query.PersistenceQuery;
 import org.apache.pekko.persistence.state.DurableStateStoreRegistry;
-import org.apache.pekko.persistence.state.javadsl.DurableStateStore;
+import org.apache.pekko.persistence.state.javadsl.DurableStateUpdateStore;
+import org.apache.pekko.persistence.state.javadsl.GetObjectResult;
 import org.apache.pekko.stream.javadsl.Sink;
 
 /**
@@ -34,8 +36,10 @@ import org.apache.pekko.stream.javadsl.Sink;
  * this database ({@code fencepost_projection_offsets}; a projection with positions for other
  * partitions of the same topic and group but none for this one counts as at 0), not the position
  * the partition's outbox relay
- * stored, and, where no relay stored a position, not the first entry that holds outbox records.
- * The result says which of them held it back. A reader that meets compacted entries it has not
+ * stored, and not the first entry after that position holding outbox records; entries without
+ * any may go past the relay's position, which then moves to the compaction limit (so that a relay
+ * never takes them for a hole). The result says which of them held it back. A projection is seen once it ran or its schema was installed (both register it at
+ * position 0). A reader that meets compacted entries it has not
  * consumed anyway (compacted by an older version, or by hand) stops there with a
  * {@link io.fencepost.errors.JournalGapException}.
  */
@@ -65,6 +69,16 @@ public final class JournalCompaction {
    * {@code system}'s default durable state store ({@code pekko.persistence.state.plugin}).
    */
   public static Result compact(ActorSystem<?> system, JournalDatabase db, String persistenceId) {
+    return compact(system, db, persistenceId, system.settings().config().getString("pekko.persistence.state.plugin"),
+        JdbcReadJournal.Identifier());
+  }
+
+  /**
+   * As {@link #compact(ActorSystem, JournalDatabase, String)}, for a pipeline whose outbox relay uses
+   * other plugins ({@code outbox.durable-state-plugin-id}, {@code outbox.read-journal-plugin-id}).
+   */
+  public static Result compact(ActorSystem<?> system, JournalDatabase db, String persistenceId,
+      String durableStatePluginId, String readJournalPluginId) {
     try (Connection c = db.connect()) {
       long snapshot = snapshotSequenceNr(c, persistenceId);
       long upTo = snapshot;
@@ -76,16 +90,25 @@ public final class JournalCompaction {
         }
       }
       if (upTo > 0) {
-        Optional<Long> relay = relayPosition(system, persistenceId);
-        if (relay.isPresent() && relay.get() < upTo) {
-          upTo = relay.get();
-          heldBackBy.add("outbox relay at " + relay.get());
-        } else if (relay.isEmpty()) {
-          long firstOutbox = firstEntryWithOutbox(system, persistenceId, upTo);
-          if (firstOutbox > 0) {
-            upTo = firstOutbox - 1;
-            heldBackBy.add("outbox records from entry " + firstOutbox + " on, and no relay position stored");
-          }
+        // The outbox relay needs the entries after its position that hold outbox records; entries
+        // without any may go, and the relay's position then moves past them (else it would take
+        // them for a hole). A live relay that stores meanwhile fails on the revision, restarts and
+        // reads the moved position.
+        DurableStateUpdateStore<Object> relays = DurableStateStoreRegistry.get(system.classicSystem())
+            .getDurableStateStoreFor(DurableStateUpdateStore.class, durableStatePluginId);
+        String relayId = OutboxRecord.relayPersistenceId(persistenceId);
+        GetObjectResult<Object> relay = await(relays.getObject(relayId), "read the outbox relay's position of", persistenceId);
+        long relayAt = relay.value().map(v -> ((Number) v).longValue()).orElse(0L);
+        long firstOutbox = firstEntryWithOutbox(system, readJournalPluginId, persistenceId, relayAt, upTo);
+        if (firstOutbox > 0) {
+          upTo = Math.min(upTo, firstOutbox - 1);
+          heldBackBy.add("outbox records from entry " + firstOutbox + " on, not yet published (relay at " + relayAt
+              + ")");
+        }
+        if (upTo > relayAt) {
+          await(relays.upsertObject(relayId, relay.revision() + 1, (Object) upTo, ""),
+              "move the outbox relay's position (did a relay store one meanwhile? then compact again) of",
+              persistenceId);
         }
       }
       int compacted = 0;
@@ -119,17 +142,17 @@ public final class JournalCompaction {
   /** Every projection of this database with its position for the persistence id (0: none stored). */
   private static TreeMap<String, Long> projectionPositions(Connection c, String persistenceId) throws SQLException {
     TreeMap<String, Long> out = new TreeMap<>();
-    if (!hasTable(c, "fencepost_projection_offsets")) {
+    if (!SqlScripts.tableExists(c, "fencepost_projection_offsets")) {
       return out;
     }
     // Projections that read partitions of the same topic and consumer group: one that has not read
     // this partition yet reads it from its start.
     String topicPrefix = persistenceId.substring(0, persistenceId.lastIndexOf('|') + 1);
+    String like = topicPrefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%";
     try (PreparedStatement st = c.prepareStatement("SELECT projection, MAX(CASE WHEN persistence_id = ? THEN seq "
-        + "ELSE 0 END) FROM fencepost_projection_offsets WHERE SUBSTR(persistence_id, 1, ?) = ? GROUP BY projection")) {
+        + "ELSE 0 END) FROM fencepost_projection_offsets WHERE persistence_id LIKE ? ESCAPE '!' GROUP BY projection")) {
       st.setString(1, persistenceId);
-      st.setInt(2, topicPrefix.length());
-      st.setString(3, topicPrefix);
+      st.setString(2, like);
       try (ResultSet rs = st.executeQuery()) {
         while (rs.next()) {
           out.put(rs.getString(1), rs.getLong(2));
@@ -139,35 +162,24 @@ public final class JournalCompaction {
     return out;
   }
 
-  private static boolean hasTable(Connection c, String table) throws SQLException {
-    for (String name : List.of(table, table.toUpperCase(java.util.Locale.ROOT))) {
-      try (ResultSet rs = c.getMetaData().getTables(null, null, name, null)) {
-        if (rs.next()) {
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-
-  private static Optional<Long> relayPosition(ActorSystem<?> system, String persistenceId) {
-    DurableStateStore<Object> store = DurableStateStoreRegistry.get(system.classicSystem())
-        .getDurableStateStoreFor(DurableStateStore.class, system.settings().config()
-            .getString("pekko.persistence.state.plugin"));
+  private static <T> T await(CompletionStage<T> stage, String what, String persistenceId) {
     try {
-      return store.getObject(OutboxRecord.relayPersistenceId(persistenceId)).toCompletableFuture()
-          .get(READ_TIMEOUT_SECONDS, TimeUnit.SECONDS).value().map(v -> ((Number) v).longValue());
+      return stage.toCompletableFuture().get(READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
     } catch (Exception e) {
-      throw new IllegalStateException("cannot read the outbox relay's position of [" + persistenceId + "]: " + e, e);
+      throw new IllegalStateException("cannot " + what + " [" + persistenceId + "]: " + e, e);
     }
   }
 
-  /** The first entry at or below {@code upTo} that holds outbox records (0: none). */
-  private static long firstEntryWithOutbox(ActorSystem<?> system, String persistenceId, long upTo) {
+  /** The first entry in {@code (after, upTo]} that holds outbox records (0: none). */
+  private static long firstEntryWithOutbox(ActorSystem<?> system, String readJournalPluginId, String persistenceId,
+      long after, long upTo) {
+    if (after >= upTo) {
+      return 0;
+    }
     JdbcReadJournal journal = PersistenceQuery.get(system)
-        .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+        .getReadJournalFor(JdbcReadJournal.class, readJournalPluginId);
     try {
-      List<EventEnvelope> first = journal.currentEventsByPersistenceId(persistenceId, 1, upTo)
+      List<EventEnvelope> first = journal.currentEventsByPersistenceId(persistenceId, after + 1, upTo)
           .filter(env -> AppliedBatch.from(env.event()).map(b -> !b.outbox().isEmpty()).orElse(false))
           .take(1)
           .runWith(Sink.seq(), system).toCompletableFuture().get(READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
