@@ -4,7 +4,6 @@ import java.net.URLEncoder;
 import java.time.Duration;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -132,16 +131,6 @@ final class PartitionHost {
       k.stopped().thenRun(() -> forget(id, k.stopped()));
     }
     return k.stopped();
-  }
-
-  /** Stops every partition actor of this pipeline on this node. */
-  CompletionStage<Done> stopAll() {
-    List<PartitionId> ids;
-    synchronized (this) {
-      ids = List.copyOf(keepers.keySet());
-    }
-    return CompletableFuture.allOf(ids.stream().map(id -> stop(id).toCompletableFuture())
-        .toArray(CompletableFuture[]::new)).thenApply(v -> Done.getInstance());
   }
 
   private synchronized void forget(PartitionId id, CompletableFuture<Done> stopped) {

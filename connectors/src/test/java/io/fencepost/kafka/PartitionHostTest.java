@@ -132,7 +132,7 @@ class PartitionHostTest {
         events.poll(5, TimeUnit.SECONDS), events.poll(5, TimeUnit.SECONDS)));
     host.admit(P0);                                         // admitted twice: still one incarnation
     assertEquals(2, incarnationOf(host));
-    host.stopAll().toCompletableFuture().get(5, TimeUnit.SECONDS);
+    host.stop(P0).toCompletableFuture().get(5, TimeUnit.SECONDS);
     assertEquals("stop 2", events.poll(5, TimeUnit.SECONDS));
     assertEquals(2, incarnations.get());
   }

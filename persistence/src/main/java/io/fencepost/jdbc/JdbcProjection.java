@@ -271,41 +271,35 @@ public final class JdbcProjection implements AutoCloseable {
     }
   }
 
-  private boolean hasRow(Connection c, String pid) throws SQLException {
-    try (PreparedStatement st = c.prepareStatement(
-        "SELECT 1 FROM fencepost_projection_offsets WHERE projection = ? AND persistence_id = ?")) {
-      st.setString(1, name);
-      st.setString(2, pid);
-      try (ResultSet rs = st.executeQuery()) {
-        return rs.next();
-      }
-    }
-  }
-
-  /** Compare-and-set of the position; false when another instance got there first. */
+  /**
+   * Compare-and-set of the position; false when another instance got there first. A projection
+   * registered by {@link #installSchema()} has a row at 0; one that was not gets it inserted.
+   */
   private boolean advance(Connection c, String pid, long expected, long next) throws SQLException {
-    if (expected == 0 && !hasRow(c, pid)) {
-      try (PreparedStatement st = c.prepareStatement("INSERT INTO fencepost_projection_offsets "
-          + "(projection, persistence_id, seq) VALUES (?, ?, ?)")) {
-        st.setString(1, name);
-        st.setString(2, pid);
-        st.setLong(3, next);
-        st.executeUpdate();
-        return true;
-      } catch (SQLException e) {
-        if (e.getSQLState() != null && e.getSQLState().startsWith("23")) {
-          return false;   // the other instance inserted the first position
-        }
-        throw e;
-      }
-    }
     try (PreparedStatement st = c.prepareStatement("UPDATE fencepost_projection_offsets SET seq = ? "
         + "WHERE projection = ? AND persistence_id = ? AND seq = ?")) {
       st.setLong(1, next);
       st.setString(2, name);
       st.setString(3, pid);
       st.setLong(4, expected);
-      return st.executeUpdate() == 1;
+      int updated = st.executeUpdate();
+      if (updated == 1 || expected != 0) {
+        return updated == 1;
+      }
+    }
+    try (PreparedStatement st = c.prepareStatement("INSERT INTO fencepost_projection_offsets "
+        + "(projection, persistence_id, seq) VALUES (?, ?, ?)")) {
+      st.setString(1, name);
+      st.setString(2, pid);
+      st.setLong(3, next);
+      st.executeUpdate();
+      return true;
+    } catch (SQLException e) {
+      if (e.getSQLState() != null && e.getSQLState().startsWith("23")) {
+        return false;   // the other instance inserted the first position
+      }
+      throw e;
     }
   }
+
 }
