@@ -244,6 +244,21 @@ public final class PartitionActorSettings {
         callTimeout);
   }
 
+  // The key window's clock per incarnation; only this package's tests replace it (a node whose clock runs
+  // ahead). Set on a fresh copy only, so settings stay immutable to everybody else.
+  private java.util.function.Supplier<io.fencepost.internal.WindowClock> windowClock =
+      io.fencepost.internal.WindowClock::system;
+
+  PartitionActorSettings withWindowClock(java.util.function.Supplier<io.fencepost.internal.WindowClock> clock) {
+    PartitionActorSettings copy = withFailureBackoff(backoffMin, backoffMax);
+    copy.windowClock = clock;
+    return copy;
+  }
+
+  io.fencepost.internal.WindowClock newWindowClock() {
+    return windowClock.get();
+  }
+
   @Override
   public String toString() {
     return "PartitionActorSettings(deliveryMode=" + deliveryMode.configValue() + ", snapshotEvery=" + snapshotEvery

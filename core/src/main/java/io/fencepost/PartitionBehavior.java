@@ -1,35 +1,32 @@
 package io.fencepost;
 
 import java.util.ArrayList;
-import java.util.Collection;
-import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.Set;
 import java.util.UUID;
 
 import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.OffsetGapException;
+import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.RetriableException;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.internal.CallOutcome;
 import io.fencepost.internal.DeadLetterEntry;
-import io.fencepost.internal.KeyDigest;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
 import io.fencepost.internal.UniqueKeyViolation;
+import io.fencepost.internal.WindowClock;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.persistence.typed.JournalPersistFailed;
+import org.apache.pekko.persistence.typed.JournalPersistRejected;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.RecoveryCompleted;
 import org.apache.pekko.persistence.typed.RecoveryFailed;
@@ -55,7 +52,6 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  */
 final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCommand, BatchEvent, PartitionState<S>> {
 
-  private static final Comparator<Inbound<?>> BY_OFFSET = Comparator.comparingLong(Inbound::offset);
   private static final String CALL_TIMEOUT_KEY = PartitionActorSettings.CONFIG_PATH + ".external-call.timeout";
 
   private final ActorContext<PartitionCommand> ctx;
@@ -63,14 +59,15 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private final PartitionActor<V, S, E> actor;
   private final PartitionActorSettings settings;
   private final PartitionId partition;
-  // The PartitionId instance the last batch's records carried (they share one per pipeline stream).
-  private PartitionId lastCheckedPartition;
   // When the last batch write completed (a snapshot, if due, is stored right after it).
   private long lastWrittenNanos = System.nanoTime();
   private final String incarnation = UUID.randomUUID().toString();
-  private final KeyDigest digest = new KeyDigest();
-  private final long[] digestOut = new long[2];
   private final PartitionMetrics metrics;
+  private final BatchSelector<V> selector;
+  private final WindowClock clock;
+  // Set when this partition cannot go on without an operator (see PartitionHaltedException): every
+  // batch is refused with it and nothing is written until the actor stops.
+  private PartitionHaltedException halted;
 
   // The batch whose write is in flight (or failed and awaits the recovery verdict).
   private BatchEvent pendingEvent;
@@ -83,6 +80,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private List<? extends Inbound<?>> pendingRecords = List.of();
   // at-most-once: the records whose effects run once the offset write is durable
   private List<Inbound<?>> pendingAccepted;
+  // For each event of the batch in flight, the offset of the record that produced it (to name the
+  // record whose event the journal refuses).
+  private long[] pendingEventOffsets = new long[0];
+  // at-most-once: the offset is durable but the records' effects have not run yet (a Stop waits for them)
+  private boolean acceptedNotRun;
 
   private long droppedRedelivery;
   private boolean statementLogged;
@@ -106,6 +108,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.settings = pc.settings();
     this.partition = pc.partition();
     this.metrics = new PartitionMetrics(partition.group(), partition.topic(), partition.partition());
+    this.selector = new BatchSelector<>(partition, settings, actor, ctx.getLog());
+    this.clock = settings.newWindowClock();
   }
 
   @Override
@@ -166,6 +170,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return newSignalHandlerBuilder()
         .onSignal(RecoveryCompleted.instance(), this::onRecoveryCompleted)
         .onSignal(JournalPersistFailed.class, (state, failed) -> onPersistFailed(failed.getFailure()))
+        .onSignal(JournalPersistRejected.class, (state, rejected) -> onPersistRejected(rejected.getFailure()))
         .onSignal(RecoveryFailed.class, (state, failed) ->
             ctx.getLog().warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(),
                 failed.getFailure().toString()))
@@ -200,6 +205,59 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         + "other's write and stops.", partition.shortName(), partition.entityId(), what);
   }
 
+  /**
+   * The journal refused a write (it never commits; the actor stops after this signal). Usually one
+   * record's event cannot be serialized: that record is named, so the pipeline dead-letters it and
+   * resends the rest. When no single event is at fault the partition halts rather than loop.
+   */
+  private void onPersistRejected(Throwable failure) {
+    if (pendingReplyTo == null) {
+      ctx.getLog().error("[{}] the journal refused a write without a waiting batch ({}): {}", partition.shortName(),
+          pendingEvent != null ? "at-most-once effects, LOST" : "an external call's outcome; its batch calls again",
+          failure.toString());
+      return;
+    }
+    BatchEvent event = pendingEvent;
+    org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo = pendingReplyTo;
+    long[] offsets = pendingEventOffsets;
+    clearPending();
+    pendingAccepted = null;
+    org.apache.pekko.serialization.Serialization serialization = org.apache.pekko.serialization.SerializationExtension
+        .get(org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(ctx.getSystem()));
+    for (int i = 0; i < event.events().size(); i++) {
+      Object e = event.events().get(i);
+      try {
+        serialization.findSerializerFor(e).toBinary(e);
+      } catch (Exception refused) {   // NotSerializableException is thrown unchecked
+        ctx.getLog().warn("[{}] the journal refused the write of {}: the event {} of offset [{}] "
+            + "cannot be serialized: {}", partition.shortName(), offsets(event),
+            e.getClass().getName(), offsets[i], refused.toString());
+        replyTo.tell(new BatchOutcome.Rejected(partition, new HandlerFailedException(partition.entityId(), offsets[i],
+            false, refused.getClass().getName(), "the journal cannot store its event " + e.getClass().getName()
+            + " (bind a serializer for it in pekko.actor.serialization-bindings): " + refused.getMessage(), refused)));
+        return;
+      }
+    }
+    replyTo.tell(new BatchOutcome.Rejected(partition, halt("journal-rejected", "the journal refused the write of "
+        + offsets(event) + " (" + failure + ") and no single "
+        + "record's event fails to serialize, so no record can be dead-lettered for it. Nothing of it was applied; "
+        + "fix the cause and restart the node", failure)));
+  }
+
+  /** "offsets [a..b]" of a journal entry; "offsets up to b" for a partition's first. */
+  private static String offsets(BatchEvent e) {
+    return e.fromOffset() == PartitionState.NO_OFFSET ? "offsets up to " + (e.nextOffset() - 1)
+        : "offsets [" + e.fromOffset() + ".." + (e.nextOffset() - 1) + "]";
+  }
+
+  /** Halts the partition: one ERROR, a metric, and every batch refused with the returned exception. */
+  private PartitionHaltedException halt(String cause, String reason, Throwable failure) {
+    halted = new PartitionHaltedException(partition.entityId(), reason, failure);
+    PartitionMetrics.halted(partition.group(), partition.topic(), partition.partition(), cause);
+    ctx.getLog().error("[{}] {}", partition.shortName(), halted.getMessage(), failure);
+    return halted;
+  }
+
   private void onRecoveryCompleted(PartitionState<S> state) {
     if (!statementLogged) {
       statementLogged = true;
@@ -213,6 +271,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
             + "that batch's effects", partition.shortName());
       }
     }
+    clock.recovered(state.lastWriteMillis());
     // A call of the incarnation before the restart is abandoned: its batch is resent and asks again.
     callInFlight = null;
     failedCalls.clear();
@@ -229,7 +288,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         ctx.getSelf().tell(new PartitionCommand.Stop());
       }
     }
-    actor.callOnRecovered(state.user(), state.nextOffset());
+    if (halted == null) {
+      actor.callOnRecovered(state.user(), state.nextOffset());
+    }
   }
 
   /** After a failed write and a fresh recovery: decide what became of the in-flight batch. */
@@ -246,6 +307,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       // The write committed although the journal reported a failure (e.g. a timeout).
       metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
       if (accepted != null) {
+        acceptedNotRun = true;
         ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
       }
       replyTo.tell(outcome);
@@ -277,6 +339,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingOutcome = null;
     pendingReplyTo = null;
     pendingRecords = List.of();
+    pendingEventOffsets = new long[0];
   }
 
   @Override
@@ -288,7 +351,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           cmd.replyTo().tell(status(state));
           return Effect().none();
         })
-        .onCommand(PartitionCommand.Stop.class, (state, cmd) -> Effect().stop())
+        // at-most-once: the effects of records whose offset is durable run before the actor stops.
+        .onCommand(PartitionCommand.Stop.class, (state, cmd) -> acceptedNotRun ? Effect().stash() : Effect().stop())
         .onCommand(PartitionCommand.RunAccepted.class, (state, cmd) ->
             callInFlight != null ? Effect().stash() : onRunAccepted(state, cmd))
         .onCommand(PartitionCommand.CallDone.class, this::onCallDone)
@@ -314,155 +378,23 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (event == pendingEvent) {
       // Live write: the command handler already folded these events into a new state.
       user = pendingUserState;
+    } else if (halted != null) {
+      return state;   // nothing after the entry that could not be applied is applied
     } else {
       user = state.user();
-      for (Object e : event.events()) {
-        user = actor.callApplyEvent(user, (E) e);
+      try {
+        for (Object e : event.events()) {
+          user = actor.callApplyEvent(user, (E) e);
+        }
+      } catch (RuntimeException e) {
+        halt("event-handler", actor.getClass().getName() + ".applyEvent threw on recovery for the journal entry of "
+            + offsets(event) + ": " + e + ". Its events are in the "
+            + "journal and cannot be skipped; nothing more is applied to this partition until a version whose "
+            + "applyEvent applies them is deployed and the node restarted", e);
+        return state;
       }
     }
     return state.apply(event, user);
-  }
-
-  /** The records of a batch after dropping redeliveries, key duplicates and dead letters. */
-  private final class Selection {
-    final List<Inbound<V>> fresh = new ArrayList<>();
-    final List<Long> freshDigests = new ArrayList<>();
-    final List<DeadLetterEntry> deadLetters = new ArrayList<>();
-    final List<String> unparked = new ArrayList<>();
-    final List<Long> toPark = new ArrayList<>();
-    long nextOffset;
-    int droppedRedelivery;
-    int droppedByKey;
-  }
-
-  @SuppressWarnings("unchecked")
-  /**
-   * Throws {@link OffsetGapException} when the batch lacks an offset between the stored next offset
-   * and {@code coveredFrom} (see {@link PartitionCommand.ApplyBatch}): applying it would move the
-   * fencing offset over records nobody applied. A partition without a stored offset starts at its
-   * first batch's first offset when the sender vouches for it ({@code coveredFrom} at or below it).
-   */
-  private Selection select(PartitionState<S> state, List<Inbound<?>> records, List<DeadLetter> deadLetters,
-      long coveredFrom) {
-    // Usually a batch is records in ascending offsets without dead letters: taken as it is. Otherwise
-    // ordered by offset, a dead letter replacing the record at its offset.
-    boolean ascending = deadLetters.isEmpty();
-    long previous = Long.MIN_VALUE;
-    for (Inbound<?> raw : records) {
-      checkPartition(raw.partition(), "record", raw.offset());
-      ascending &= raw.offset() > previous;
-      previous = raw.offset();
-    }
-    Collection<?> ordered = records;
-    java.util.Map<Long, Inbound<?>> recordAt = java.util.Map.of();
-    if (!ascending) {
-      java.util.TreeMap<Long, Object> byOffset = new java.util.TreeMap<>();
-      recordAt = new java.util.HashMap<>();
-      for (Inbound<?> raw : records) {
-        recordAt.put(raw.offset(), raw);
-        byOffset.put(raw.offset(), raw);
-      }
-      for (DeadLetter d : deadLetters) {
-        checkPartition(d.partition(), "dead letter", d.offset());
-        byOffset.put(d.offset(), d);
-      }
-      ordered = byOffset.values();
-    }
-    Selection sel = new Selection();
-    sel.nextOffset = state.nextOffset();
-    Set<Digest> batchKeys = new HashSet<>(Math.max(16, records.size() * 2));
-    KeyWindow window = state.window();
-    java.util.Map<String, Long> parked = settings.perKeyOrdering() ? new java.util.HashMap<>(state.parkedKeys())
-        : java.util.Map.of();
-    long expected = state.nextOffset();   // the next offset the batch must hold, unless vouched for
-    for (Object item : ordered) {
-      long offset = item instanceof DeadLetter d ? d.offset() : ((Inbound<?>) item).offset();
-      if (sel.nextOffset != PartitionState.NO_OFFSET && offset < sel.nextOffset) {
-        sel.droppedRedelivery++;
-        continue;
-      }
-      if (expected == PartitionState.NO_OFFSET ? coveredFrom > offset : offset > expected && expected < coveredFrom) {
-        throw new OffsetGapException(partition.entityId(), state.nextOffset(),
-            expected == PartitionState.NO_OFFSET ? 0 : expected, offset);
-      }
-      expected = offset + 1;
-      if (item instanceof DeadLetter d) {
-        boolean parksKey = settings.perKeyOrdering() && !d.parked() && d.key().isPresent();
-        if (parksKey) {
-          String k = d.key().get();
-          Inbound<?> original = recordAt.get(d.offset());
-          if (parked.containsKey(k) && original != null && replayOf(original) == parked.get(k)) {
-            // The replay of the record that parked K failed again: K stays parked, now behind this
-            // new dead letter (the one a later replay will carry).
-            sel.unparked.add(k);
-            parked.put(k, d.offset());
-          } else {
-            parked.putIfAbsent(k, d.offset());
-          }
-        }
-        sel.deadLetters.add(new DeadLetterEntry(d.offset(), d.key().orElse(""), d.errorClass(), d.errorMessage(),
-            d.attempts(), d.parked(), parksKey));
-        sel.nextOffset = d.offset() + 1;
-        continue;
-      }
-      Inbound<V> record = (Inbound<V>) item;
-      if (!parked.isEmpty() && record.key().isPresent() && parked.containsKey(record.key().get())) {
-        String k = record.key().get();
-        long parkedBy = parked.get(k);
-        if (replayOf(record) == parkedBy) {
-          // The failed record itself is back (replayed): the key is free again, in order.
-          parked.remove(k);
-          sel.unparked.add(k);
-        } else {
-          sel.toPark.add(record.offset());
-          continue;
-        }
-      }
-      Optional<String> key = window == null ? Optional.empty() : actor.callBusinessKey(record);
-      if (key.isPresent()) {
-        digest.digest(key.get(), digestOut);
-        Digest d = new Digest(digestOut[0], digestOut[1]);
-        if (window.contains(d.hi, d.lo) || !batchKeys.add(d)) {
-          sel.droppedByKey++;
-          sel.nextOffset = record.offset() + 1;
-          ctx.getLog().debug("[{}] offset [{}] dropped: business key [{}] already applied", partition.shortName(),
-              record.offset(), key.get());
-          continue;
-        }
-        sel.freshDigests.add(d.hi);
-        sel.freshDigests.add(d.lo);
-      }
-      sel.fresh.add(record);
-      sel.nextOffset = record.offset() + 1;
-    }
-    return sel;
-  }
-
-  private record Digest(long hi, long lo) {
-  }
-
-  /** Fails on an item of another partition; compares each distinct PartitionId instance once. */
-  private void checkPartition(PartitionId of, String what, long offset) {
-    if (of == lastCheckedPartition) {
-      return;
-    }
-    if (!of.equals(partition)) {
-      throw new FatalException("[" + partition.entityId() + "] received a " + what + " of another partition ["
-          + of.entityId() + "] at offset [" + offset + "]; the pipeline routes wrongly");
-    }
-    lastCheckedPartition = of;
-  }
-
-  /** The original offset a replayed record stood at ({@code fencepost.replay-of} header), or -1. */
-  private static long replayOf(Inbound<?> record) {
-    return record.header("fencepost.replay-of").map(id -> {
-      int dash = id.lastIndexOf('-');
-      try {
-        return Long.parseLong(id.substring(dash + 1));
-      } catch (RuntimeException e) {
-        return -1L;
-      }
-    }).orElse(-1L);
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> onApplyBatch(PartitionState<S> state,
@@ -471,9 +403,12 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       // Batches queued before the Stop must not be written by a losing incarnation.
       return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, fenced));
     }
-    Selection sel;
+    if (halted != null) {
+      return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, halted));
+    }
+    BatchSelector.Selection<V> sel;
     try {
-      sel = select(state, cmd.records(), cmd.deadLetters(), cmd.coveredFrom());
+      sel = selector.select(state, cmd.records(), cmd.deadLetters(), cmd.coveredFrom());
     } catch (OffsetGapException gap) {
       // Debug: on transactional or compacted topics it is routine (the pipeline then vouches for the hole).
       ctx.getLog().debug("[{}] batch refused: {}", partition.shortName(), gap.getMessage());
@@ -502,6 +437,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }
     S user = state.user();
     List<Object> events = new ArrayList<>();
+    long[] eventOffsets = new long[Math.max(8, sel.fresh.size())];
     List<OutboxRecord> outbox = new ArrayList<>();
     for (Inbound<V> record : sel.fresh) {
       Effects<E> effects;
@@ -526,14 +462,20 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
                 + "call per record");
           }
         }
+        for (E event : effects.events()) {
+          user = actor.callApplyEvent(user, event);
+          if (events.size() == eventOffsets.length) {
+            eventOffsets = java.util.Arrays.copyOf(eventOffsets, eventOffsets.length * 2);
+          }
+          eventOffsets[events.size()] = record.offset();
+          events.add(event);
+        }
       } catch (RuntimeException e) {
-        // The events of earlier records were folded into a new state that is simply dropped (the
-        // state is immutable: applyEvent returns a new one), so the actor goes on from its last write.
-        return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, handlerFailure(record, e)));
-      }
-      for (E event : effects.events()) {
-        user = actor.callApplyEvent(user, event);
-        events.add(event);
+        // onRecord, businessKey or applyEvent threw. The events of earlier records were folded into a
+        // new state that is simply dropped (the state is immutable: applyEvent returns a new one), so
+        // the actor goes on from its last write; the pipeline retries or dead-letters this record.
+        return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition,
+            BatchSelector.handlerFailure(partition.entityId(), record.offset(), e)));
       }
       outbox.addAll(effects.outbox());
     }
@@ -543,11 +485,12 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), outbox.size());
     pendingRecords = sel.fresh;
+    pendingEventOffsets = eventOffsets;
     return persist(state, event, user, outcome, cmd.replyTo());
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
-      PartitionCommand.ApplyBatch cmd, Selection sel) {
+      PartitionCommand.ApplyBatch cmd, BatchSelector.Selection<V> sel) {
     BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
         toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, List.of(),
         List.of());
@@ -567,6 +510,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           written(outcome);
           pendingAccepted = null;
           // Second step: effects after the offset is durable. A crash before it completes loses them.
+          acceptedNotRun = true;
           ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
         })
         .thenReply(cmd.replyTo(), s -> outcome);
@@ -575,6 +519,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   @SuppressWarnings("unchecked")
   private Effect<BatchEvent, PartitionState<S>> onRunAccepted(PartitionState<S> state,
       PartitionCommand.RunAccepted cmd) {
+    acceptedNotRun = false;
+    if (halted != null) {
+      return Effect().unstashAll();
+    }
     S user = state.user();
     List<Object> events = new ArrayList<>();
     List<OutboxRecord> outbox = new ArrayList<>();
@@ -597,7 +545,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       }
     }
     if (events.isEmpty() && outbox.isEmpty()) {
-      return Effect().none();
+      return Effect().unstashAll();   // a Stop that waited for these effects
     }
     BatchEvent effects = new BatchEvent(incarnation, state.nextOffset(), state.nextOffset(), clock(state), events,
         new long[0], 0, 0, List.of(), List.of(), outbox, List.of());
@@ -606,7 +554,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return Effect().persist(effects).thenRun(s -> {
       pendingEvent = null;
       pendingUserState = null;
-    });
+    }).thenUnstashAll();
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> persist(PartitionState<S> state, BatchEvent event, S user,
@@ -679,15 +627,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         message, cause);
   }
 
-  private FencepostException handlerFailure(Inbound<V> record, RuntimeException e) {
-    boolean retriable = e instanceof FencepostException fe && fe.isRetriable();
-    return new HandlerFailedException(partition.entityId(), record.offset(), retriable, e.getClass().getName(),
-        e.getMessage(), e);
-  }
-
-  /** Monotonic per partition, so the key window's clock never runs backwards across nodes. */
-  private static long clock(PartitionState<?> state) {
-    return Math.max(System.currentTimeMillis(), state.lastWriteMillis());
+  /** The key window's clock for a write now (see {@link WindowClock}: no node's wall clock moves it). */
+  private long clock(PartitionState<?> state) {
+    return clock.now(state.lastWriteMillis());
   }
 
   private static long[] toArray(List<Long> values) {

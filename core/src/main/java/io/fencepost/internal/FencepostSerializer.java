@@ -13,7 +13,7 @@ import org.apache.pekko.actor.ExtendedActorSystem;
  * Binary serializer for Fencepost's journal event ({@link BatchEvent}) and snapshot
  * ({@link PartitionState}). The user's events and state inside them are serialized by whatever
  * serializer the application binds to their classes (e.g. {@code jackson-cbor}), so this format
- * never needs to know user types. Versioned by manifest ({@code B1}..{@code B4}, {@code S1}..{@code S4}):
+ * never needs to know user types. Versioned by manifest ({@code B1}..{@code B5}, {@code S1}..{@code S5}):
  * older versions are still read.
  */
 public final class FencepostSerializer extends BinarySerializer {
@@ -25,10 +25,14 @@ public final class FencepostSerializer extends BinarySerializer {
   private static final String BATCH_V2 = "B2";
   private static final String BATCH_V3 = "B3";
   private static final String BATCH_V4 = "B4";
+  // B5/S5: record keys (dead letters, parked and unparked keys) with an int length: a Kafka key may
+  // exceed writeUTF's 64 KiB.
+  private static final String BATCH_V5 = "B5";
   private static final String STATE_V1 = "S1";
   private static final String STATE_V2 = "S2";
   private static final String STATE_V3 = "S3";
   private static final String STATE_V4 = "S4";
+  private static final String STATE_V5 = "S5";
 
   public FencepostSerializer(ExtendedActorSystem system) {
     super(system, "Fencepost journal");
@@ -42,10 +46,10 @@ public final class FencepostSerializer extends BinarySerializer {
   @Override
   public String manifest(Object o) {
     if (o instanceof BatchEvent) {
-      return BATCH_V4;
+      return BATCH_V5;
     }
     if (o instanceof PartitionState) {
-      return STATE_V4;
+      return STATE_V5;
     }
     throw cannotSerialize(o);
   }
@@ -68,10 +72,12 @@ public final class FencepostSerializer extends BinarySerializer {
       case BATCH_V2 -> readBatch(in, 2);
       case BATCH_V3 -> readBatch(in, 3);
       case BATCH_V4 -> readBatch(in, 4);
+      case BATCH_V5 -> readBatch(in, 5);
       case STATE_V1 -> readState(in, 1);
       case STATE_V2 -> readState(in, 2);
       case STATE_V3 -> readState(in, 3);
       case STATE_V4 -> readState(in, 4);
+      case STATE_V5 -> readState(in, 5);
       default -> null;
     };
   }
@@ -95,7 +101,7 @@ public final class FencepostSerializer extends BinarySerializer {
     out.writeInt(e.deadLetters().size());
     for (DeadLetterEntry dead : e.deadLetters()) {
       out.writeLong(dead.offset());
-      out.writeUTF(dead.key());
+      writeLongString(out, dead.key());
       out.writeUTF(dead.errorClass());
       out.writeUTF(truncate(dead.errorMessage()));
       out.writeInt(dead.attempts());
@@ -104,7 +110,7 @@ public final class FencepostSerializer extends BinarySerializer {
     }
     out.writeInt(e.unparked().size());
     for (String key : e.unparked()) {
-      out.writeUTF(key);
+      writeLongString(out, key);
     }
     out.writeInt(e.outbox().size());
     for (OutboxRecord r : e.outbox()) {
@@ -174,7 +180,7 @@ public final class FencepostSerializer extends BinarySerializer {
       int m = in.readInt();
       for (int i = 0; i < m; i++) {
         long offset = in.readLong();
-        String key = in.readUTF();
+        String key = version >= 5 ? readLongString(in) : in.readUTF();
         String errorClass = in.readUTF();
         String message = in.readUTF();
         int attempts = in.readInt();
@@ -186,7 +192,7 @@ public final class FencepostSerializer extends BinarySerializer {
     if (version >= 3) {
       int u = in.readInt();
       for (int i = 0; i < u; i++) {
-        unparked.add(in.readUTF());
+        unparked.add(version >= 5 ? readLongString(in) : in.readUTF());
       }
     }
     List<OutboxRecord> outbox = new ArrayList<>();
@@ -218,7 +224,7 @@ public final class FencepostSerializer extends BinarySerializer {
     out.writeLong(s.deadLettered());
     out.writeInt(s.parkedKeys().size());
     for (var e : s.parkedKeys().entrySet()) {
-      out.writeUTF(e.getKey());
+      writeLongString(out, e.getKey());
       out.writeLong(e.getValue());
     }
     writeCalls(out, s.callOutcomes().values());
@@ -259,7 +265,7 @@ public final class FencepostSerializer extends BinarySerializer {
     if (version >= 3) {
       int n = in.readInt();
       for (int i = 0; i < n; i++) {
-        parked.put(in.readUTF(), in.readLong());
+        parked.put(version >= 5 ? readLongString(in) : in.readUTF(), in.readLong());
       }
     }
     List<CallOutcome> calls = version >= 4 ? readCalls(in) : List.of();

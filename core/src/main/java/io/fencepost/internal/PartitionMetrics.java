@@ -60,4 +60,13 @@ public final class PartitionMetrics {
   public void fenced() {
     fenced.increment();
   }
+
+  /**
+   * A partition halted ({@code PartitionHaltedException}); {@code cause} is one of
+   * {@code event-handler}, {@code journal-rejected}, {@code offset-above-log-end}.
+   */
+  public static void halted(String group, String topic, int partition, String cause) {
+    Metrics.globalRegistry.counter("fencepost.partition.halts", "group", group, "topic", topic, "partition",
+        Integer.toString(partition), "cause", cause).increment();
+  }
 }

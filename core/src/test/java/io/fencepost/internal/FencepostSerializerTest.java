@@ -35,14 +35,49 @@ class FencepostSerializerTest {
     return s.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, o)).get();
   }
 
-  @Test
-  void batchEventRoundTripsWithUserEventsThroughTheirOwnSerializer() {
-    BatchEvent e = new BatchEvent("inc-1", 10, 13, 1234L, List.of(new Credited("m1", 5), new Credited("m2", 7)),
+  /** The batch the committed fixture batch-B4.bin holds (written by the B4 format, before B5). */
+  private static BatchEvent sampleBatch() {
+    return new BatchEvent("inc-1", 10, 13, 1234L, List.of(new Credited("m1", 5), new Credited("m2", 7)),
         new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true)),
         List.of("k7"), List.of(new io.fencepost.OutboxRecord("out", java.util.Optional.of("m1"), new byte[] {1, 2}),
             new io.fencepost.OutboxRecord("out", java.util.Optional.empty(), new byte[0])),
         List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")));
+  }
+
+  private static Object fixture(String name, String manifest) throws java.io.IOException {
+    try (var in = FencepostSerializerTest.class.getResourceAsStream("/journal-fixtures/" + name)) {
+      byte[] bytes = in.readAllBytes();
+      return SerializationExtension.get(kit.system()).deserialize(bytes, FencepostSerializer.IDENTIFIER, manifest).get();
+    }
+  }
+
+  @Test
+  void batchEventRoundTripsWithUserEventsThroughTheirOwnSerializer() {
+    assertSameBatch(sampleBatch(), (BatchEvent) roundTrip(sampleBatch()));
+  }
+
+  @Test
+  void aBatchWrittenByTheB4FormatIsStillReadExactly() throws Exception {
+    assertSameBatch(sampleBatch(), (BatchEvent) fixture("batch-B4.bin", "B4"));
+  }
+
+  @Test
+  void recordKeysLongerThan64KiBRoundTripInDeadLettersAndParkedKeys() {
+    String longKey = "k".repeat(70_000) + "\u00e9";
+    BatchEvent e = new BatchEvent("inc", 0, 2, 1L, List.of(), new long[0], 0, 0,
+        List.of(new DeadLetterEntry(1, longKey, "java.lang.X", "boom", 1, false, true)), List.of(longKey), List.of(),
+        List.of());
     BatchEvent back = (BatchEvent) roundTrip(e);
+    assertEquals(longKey, back.deadLetters().get(0).key());
+    assertEquals(List.of(longKey), back.unparked());
+    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 2, null, "inc", 0, 0, 1, 1, 1,
+        java.util.Map.of(longKey, 1L), List.of());
+    @SuppressWarnings("unchecked")
+    PartitionState<Credited> stateBack = (PartitionState<Credited>) roundTrip(state);
+    assertEquals(java.util.Map.of(longKey, 1L), stateBack.parkedKeys());
+  }
+
+  private static void assertSameBatch(BatchEvent e, BatchEvent back) {
     assertEquals(e.incarnation(), back.incarnation());
     assertEquals(10, back.fromOffset());
     assertEquals(13, back.nextOffset());
@@ -57,16 +92,30 @@ class FencepostSerializerTest {
     assertEquals(e.calls(), back.calls());
   }
 
-  @Test
-  void stateRoundTripsWithItsWindowInInsertionOrder() {
+  /** The state the committed fixture state-S4.bin holds. */
+  private static PartitionState<Credited> sampleState() {
     KeyWindow w = new KeyWindow(100, 10_000);
     for (int i = 0; i < 50; i++) {
       w.add(i, -i, 1000 + i);
     }
-    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6,
+    return new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6,
         java.util.Map.of("k9", 12L), List.of(new CallOutcome(80, "pay-3", "ok")));
-    @SuppressWarnings("unchecked")
-    PartitionState<Credited> back = (PartitionState<Credited>) roundTrip(state);
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void stateRoundTripsWithItsWindowInInsertionOrder() {
+    assertSameState(sampleState(), (PartitionState<Credited>) roundTrip(sampleState()));
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void aStateWrittenByTheS4FormatIsStillReadExactly() throws Exception {
+    assertSameState(sampleState(), (PartitionState<Credited>) fixture("state-S4.bin", "S4"));
+  }
+
+  private static void assertSameState(PartitionState<Credited> state, PartitionState<Credited> back) {
+    KeyWindow w = state.window();
     assertEquals(state.user(), back.user());
     assertEquals(77, back.nextOffset());
     assertEquals("inc", back.lastIncarnation());
@@ -74,6 +123,7 @@ class FencepostSerializerTest {
     assertEquals(3, back.droppedByKey());
     assertEquals(9, back.batches());
     assertEquals(6, back.deadLettered());
+    assertEquals(1049, back.lastWriteMillis());
     assertEquals(java.util.Map.of("k9", 12L), back.parkedKeys());
     assertEquals(java.util.Map.of("pay-3", new CallOutcome(80, "pay-3", "ok")), back.callOutcomes());
     List<long[]> before = new ArrayList<>();
