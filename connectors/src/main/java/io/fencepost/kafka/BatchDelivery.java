@@ -23,6 +23,7 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionId;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.OffsetGapException;
+import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -47,9 +48,13 @@ final class BatchDelivery<V> {
 
   private static final Logger log = LoggerFactory.getLogger(BatchDelivery.class);
 
-  /** Asked to re-seek a partition whose stream lacks records (see {@link #onGap}). */
-  interface Restarter {
+  /** What delivery asks of the partition's ownership. */
+  interface StreamControl {
+    /** Re-seek a partition whose stream lacks records (see {@link #onGap}). */
     void restart(PartitionId id, PartitionProgress assignment, String why);
+
+    /** Stop consuming a partition that cannot go on without an operator (see PartitionHaltedException). */
+    void halt(PartitionId id, PartitionProgress assignment, String why, String cause);
   }
 
   private final ActorSystem<?> system;
@@ -62,11 +67,11 @@ final class BatchDelivery<V> {
   private final Executor blocking;
   private final Backoff resend;
   private final Backoff handlerRetry;
-  private final Restarter restarter;
+  private final StreamControl control;
 
   BatchDelivery(ActorSystem<?> system, PipelineSettings settings, PartitionHost host,
       Deserializer<V> valueDeserializer, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
-      Executor blocking, Restarter restarter) {
+      Executor blocking, StreamControl control) {
     this.system = system;
     this.settings = settings;
     this.host = host;
@@ -75,7 +80,7 @@ final class BatchDelivery<V> {
     this.relays = relays;
     this.logProbe = logProbe;
     this.blocking = blocking;
-    this.restarter = restarter;
+    this.control = control;
     this.resend = new Backoff(settings.retryBackoffMin(), settings.retryBackoffMax(), 2.0);
     this.handlerRetry = new Backoff(settings.handlerRetryInitial(), settings.handlerRetryMax(),
         settings.handlerRetryMultiplier());
@@ -87,8 +92,8 @@ final class BatchDelivery<V> {
    */
   CompletionStage<OptionalLong> deliver(PartitionId id, PartitionProgress progress,
       List<ConsumerRecord<byte[], byte[]>> batch) {
-    if (progress.revoked) {
-      // Buffered when the assignment ended: the next owner reads them from the stored offset.
+    if (progress.revoked || progress.halted != null) {
+      // Buffered when the assignment ended (or halted): the next owner reads them from the stored offset.
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
     BatchWork work = new BatchWork(id, progress, batch);
@@ -171,6 +176,13 @@ final class BatchDelivery<V> {
       }
       if (outcome instanceof BatchOutcome.Rejected rejected && rejected.error() instanceof OffsetGapException gap) {
         return onGap(work, gap, attempt);
+      }
+      if (outcome instanceof BatchOutcome.Rejected rejected
+          && rejected.error() instanceof PartitionHaltedException halted) {
+        // Not resent: the actor already logged the ERROR; nothing is committed or skipped.
+        work.progress.lastError = halted.getMessage();
+        control.halt(work.id, work.progress, halted.reason(), null);
+        return CompletableFuture.completedFuture(OptionalLong.empty());
       }
       String reason;
       if (outcome instanceof BatchOutcome.Rejected rejected) {
@@ -255,7 +267,7 @@ final class BatchDelivery<V> {
           work.progress.retries.incrementAndGet();
           work.progress.lastError = gap.getMessage();
           if (++work.gapChecks >= 4) {
-            restarter.restart(work.id, work.progress, "the stream lacks offsets after the stored offset " + from
+            control.restart(work.id, work.progress, "the stream lacks offsets after the stored offset " + from
                 + " (" + what + ")");
             return CompletableFuture.completedFuture(OptionalLong.empty());
           }

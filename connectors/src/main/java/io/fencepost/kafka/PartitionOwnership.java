@@ -21,6 +21,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 
 import io.fencepost.PartitionId;
+import io.fencepost.internal.PartitionMetrics;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -164,6 +165,30 @@ final class PartitionOwnership {
     });
   }
 
+  /**
+   * Stops consuming a partition whose actor cannot go on (or whose log cannot be read from its stored
+   * offset), if {@code assignment} is still current: paused until the partition is assigned again.
+   * {@code cause} tags the metric; null when the actor halted (it logged and counted that already).
+   * Nothing is committed or skipped; the watchdog leaves it alone.
+   */
+  void halt(PartitionId id, PartitionProgress assignment, String why, String cause) {
+    post(() -> {
+      Assignment o = owned.get(new TopicPartition(id.topic(), id.partition()));
+      if (o == null || o.progress != assignment || assignment.halted != null || consumer == null) {
+        return;
+      }
+      assignment.halted = why;
+      consumer.pause(List.of(o.tp));
+      if (cause == null) {
+        log.warn("[{}] partition halted by its actor; not consuming it on this node until it is assigned again",
+            id.shortName());
+      } else {
+        PartitionMetrics.halted(id.group(), id.topic(), id.partition(), cause);
+        log.error("[{}] partition HALTED: {}", id.shortName(), why);
+      }
+    });
+  }
+
   private void post(Runnable task) {
     inbox.add(task);
     wakeup();
@@ -271,7 +296,7 @@ final class PartitionOwnership {
   }
 
   private void resumeIfDrained(Assignment o) {
-    if (o.backpressured && owned.get(o.tp) == o && o.buffered.get() <= lowWater) {
+    if (o.backpressured && owned.get(o.tp) == o && o.buffered.get() <= lowWater && o.progress.halted == null) {
       o.backpressured = false;
       consumer.resume(List.of(o.tp));
     }

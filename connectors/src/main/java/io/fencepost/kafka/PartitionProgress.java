@@ -10,6 +10,8 @@ import java.util.concurrent.atomic.AtomicLong;
 final class PartitionProgress {
   final AtomicLong retries = new AtomicLong();
   volatile String lastError = "";
+  /** Why the partition is halted (see PartitionHaltedException), or null: nothing more is delivered. */
+  volatile String halted;
   /** No batch of this assignment is sent again once set. */
   volatile boolean revoked;
   /** Set once the partition seeked to its stored offset and its stream runs. */

@@ -16,8 +16,10 @@ import io.fencepost.PartitionId;
  * @param deadLettered records dead-lettered over the partition's history
  * @param retries batches resent by this node after a rejection or timeout
  * @param lastError the last rejection or timeout seen for this partition, or empty
+ * @param halted why the partition is halted on this node (nothing is consumed until it is assigned
+ *     again; see docs/guarantees.md, "Edges and what detects them"), or empty
  */
 public record PartitionView(PartitionId partition, String ownerNode, OptionalLong nextOffset, OptionalLong lag,
     long appliedRecords, long droppedByKey, long droppedRedelivery, long deadLettered, long retries,
-    String lastError) {
+    String lastError, String halted) {
 }

@@ -89,9 +89,19 @@ final class RunningPipeline<V> implements Pipeline {
     this.deadLetters = new DeadLetterPublisher(system, settings);
     this.relays = new RelayRegistry(system, settings);
     this.targets = new SeekTargets(system, settings, host, admin);
-    BatchDelivery.Restarter restarter = (id, progress, why) -> ownership().restart(id, progress, why);
+    BatchDelivery.StreamControl control = new BatchDelivery.StreamControl() {
+      @Override
+      public void restart(PartitionId id, PartitionProgress assignment, String why) {
+        ownership().restart(id, assignment, why);
+      }
+
+      @Override
+      public void halt(PartitionId id, PartitionProgress assignment, String why, String cause) {
+        ownership().halt(id, assignment, why, cause);
+      }
+    };
     BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, valueDeserializer, deadLetters, relays,
-        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), restarter);
+        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control);
     this.ownership = new PartitionOwnership(system, settings, host, targets, delivery, relays);
   }
 
@@ -157,7 +167,8 @@ final class RunningPipeline<V> implements Pipeline {
     Map<TopicPartition, OffsetSpec> idle = new HashMap<>();
     Map<TopicPartition, PartitionProgress> progressOf = new HashMap<>();
     ownership.assigned().forEach((id, progress) -> {
-      if (progress.flowing && !progress.inFlight && now - progress.lastProgressNanos > settings.stallTimeout().toNanos()) {
+      if (progress.flowing && !progress.inFlight && progress.halted == null
+          && now - progress.lastProgressNanos > settings.stallTimeout().toNanos()) {
         TopicPartition tp = new TopicPartition(id.topic(), id.partition());
         idle.put(tp, OffsetSpec.latest());
         progressOf.put(tp, progress);
@@ -273,7 +284,7 @@ final class RunningPipeline<V> implements Pipeline {
             views.add(new PartitionView(id, s == null ? "?" : s.node(), next, lag,
                 s == null ? 0 : s.appliedRecords(), s == null ? 0 : s.droppedByKey(),
                 s == null ? 0 : s.droppedRedelivery(), s == null ? 0 : s.deadLettered(), progress.retries.get(),
-                progress.lastError));
+                progress.lastError, progress.halted == null ? "" : progress.halted));
           }
           views.sort(Comparator.comparing((PartitionView pv) -> pv.partition().topic())
               .thenComparingInt(pv -> pv.partition().partition()));
