@@ -303,6 +303,51 @@ class OffsetGapsIT {
     }
   }
 
+  @Test
+  void aFreshPartitionUnderLatestMustStartWhereItWasSeekedToNotWhereItsFirstBatchStarts() throws Exception {
+    String topic = KafkaBroker.uniqueName("latest-split");
+    broker.createTopic(topic, 1);
+    TopicPartition tp = new TopicPartition(topic, 0);
+    KafkaPipelineIT.produceTo(broker, topic, 1, 100, "old-", 0);   // before the start: latest skips them
+    com.typesafe.config.Config latest = com.typesafe.config.ConfigFactory.parseString(
+        "fencepost.pipelines.latest.auto-offset-reset = latest");
+    ActorSystem<Void> system = ActorSystem.create(org.apache.pekko.actor.typed.javadsl.Behaviors.empty(), "latest",
+        latest.withFallback(io.fencepost.testkit.ClusterNodes.node("latest", 0, List.of()))
+            .withFallback(postgres.pekkoConfig()).withFallback(com.typesafe.config.ConfigFactory.load()));
+    ch.qos.logback.classic.Logger ownership = (ch.qos.logback.classic.Logger)
+        org.slf4j.LoggerFactory.getLogger("io.fencepost.kafka.PartitionOwnership");
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> seeks =
+        new ch.qos.logback.core.read.ListAppender<>();
+    seeks.start();
+    ownership.addAppender(seeks);
+    try {
+      io.fencepost.testkit.ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
+      Pipeline pipeline = startBehindInterceptor(system, "latest", topic, KafkaBroker.uniqueName("latest"));
+      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
+      while (seeks.list.stream().noneMatch(e -> e.getFormattedMessage().contains("seeking to stored offsets {" + tp))) {
+        assertTrue(System.nanoTime() < deadline, "the partition was not seeked within a minute");
+        Thread.sleep(20);
+      }
+      assertTrue(seeks.list.stream().anyMatch(e -> e.getFormattedMessage().contains(tp + "=100}")),
+          "seeked to the log end at assignment");
+      // The stream will not see offsets 100..119 the first time: its first batch starts at 120.
+      int before = DroppingInterceptor.DROPS.get();
+      DroppingInterceptor.arm(tp, 100, 120);
+      KafkaPipelineIT.produceTo(broker, topic, 1, 100, "new-", 0);
+      PartitionView view = awaitNext(pipeline, 200, Duration.ofMinutes(2));
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      assertEquals(20, DroppingInterceptor.DROPS.get() - before, "the interceptor hid offsets 100..119 once");
+      assertEquals(100, view.appliedRecords(), "offsets 100..199, the hidden ones included");
+      Map<Long, Integer> perOffset = KafkaPipelineIT.creditsPerOffset(system, view.partition());
+      assertEquals(LongStream.range(100, 200).boxed().collect(Collectors.toSet()), perOffset.keySet());
+      assertTrue(perOffset.values().stream().allMatch(n -> n == 1), "each offset credited once: " + perOffset);
+    } finally {
+      ownership.detachAppender(seeks);
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
   /** A TestLedger pipeline whose consumer reads through {@link DroppingInterceptor}. */
   private static Pipeline startBehindInterceptor(ActorSystem<Void> system, String name, String topic, String group) {
     PipelineSettings settings = PipelineSettings.create(system, name)

@@ -236,12 +236,10 @@ final class BatchDelivery<V> {
   private CompletionStage<OptionalLong> onGap(BatchWork work, OffsetGapException gap, int attempt) {
     TopicPartition tp = new TopicPartition(work.id.topic(), work.id.partition());
     boolean fresh = gap.storedNextOffset() < 0;
-    if (fresh && settings.autoOffsetReset().equals("latest")) {
-      // A partition that never stored an offset starts where it is first read (auto-offset-reset latest).
-      work.coveredFrom = work.first;
-      return applyUntilDone(work, attempt);
-    }
-    long from = Math.max(0, gap.storedNextOffset());
+    // A partition that never stored an offset starts at the log start (earliest) or where it was first
+    // seeked to (latest): the log must show the batch holds every readable record from there on.
+    long from = fresh && work.progress.freshStart >= 0 ? work.progress.freshStart
+        : Math.max(0, gap.storedNextOffset());
     return CompletableFuture.supplyAsync(() -> logProbe.read(tp, from, work.last + 1, settings.askTimeout()), blocking)
         .handle((range, error) -> {
           TreeSet<Long> missing = new TreeSet<>(range == null ? Set.of() : range.readable());
@@ -249,7 +247,7 @@ final class BatchDelivery<V> {
           if (range != null && range.complete() && missing.isEmpty()) {
             if (range.deletedPart() && fresh) {
               log.info("[{}] first records of the partition: it starts at the log start {} (auto-offset-reset "
-                  + "earliest)", work.id.shortName(), range.logStart());
+                  + "{})", work.id.shortName(), range.logStart(), settings.autoOffsetReset());
             } else if (range.deletedPart()) {
               log.error("[{}] records at offsets [{}..{}] were deleted by retention before they were applied: they are "
                   + "lost (raise the topic's retention.ms or alert on consumer lag)", work.id.shortName(), from,

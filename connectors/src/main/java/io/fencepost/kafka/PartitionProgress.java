@@ -24,4 +24,9 @@ final class PartitionProgress {
    * below it later either.
    */
   volatile long logStart = -1;
+  /**
+   * auto-offset-reset latest, for a partition that never stored an offset: the log end it was seeked
+   * to (-1 otherwise). Its first batch must hold every readable record from here on.
+   */
+  volatile long freshStart = -1;
 }

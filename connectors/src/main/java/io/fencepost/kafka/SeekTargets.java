@@ -34,6 +34,10 @@ final class SeekTargets {
   private final PartitionHost host;
   private final Admin admin;
   private final Backoff retry;
+  // auto-offset-reset latest: where each partition that never stored an offset was first seeked to on
+  // this node, kept until it stores one, so that seeking it again (a stream that missed records)
+  // does not jump to the new log end over records nobody applied.
+  private final Map<TopicPartition, Long> freshStarts = new java.util.concurrent.ConcurrentHashMap<>();
 
   SeekTargets(ActorSystem<?> system, PipelineSettings settings, PartitionHost host, Admin admin) {
     this.system = system;
@@ -78,7 +82,16 @@ final class SeekTargets {
   private CompletionStage<Long> target(PartitionId id, PartitionProgress progress, OptionalLong stored) {
     TopicPartition tp = new TopicPartition(id.topic(), id.partition());
     if (stored.isEmpty() && settings.autoOffsetReset().equals("latest")) {
-      return listOffset(tp, OffsetSpec.latest());
+      Long first = freshStarts.get(tp);
+      CompletionStage<Long> end = first != null ? CompletableFuture.completedFuture(first)
+          : listOffset(tp, OffsetSpec.latest()).thenApply(e -> freshStarts.computeIfAbsent(tp, k -> e));
+      return end.thenApply(at -> {
+        progress.freshStart = at;
+        return at;
+      });
+    }
+    if (stored.isPresent()) {
+      freshStarts.remove(tp);
     }
     return listOffset(tp, OffsetSpec.earliest()).handle((start, error) -> {
       if (error != null) {
