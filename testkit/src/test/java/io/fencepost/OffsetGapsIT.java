@@ -348,6 +348,91 @@ class OffsetGapsIT {
     }
   }
 
+  @Test
+  void aTopicDeletedAndRecreatedUnderARunningPipelineHaltsItsPartitionInsteadOfDroppingTheNewRecords()
+      throws Exception {
+    String topic = KafkaBroker.uniqueName("recreated");
+    broker.createTopic(topic, 1);
+    KafkaPipelineIT.produceTo(broker, topic, 1, 200, "before-", 0);
+    ActorSystem<Void> system = KafkaPipelineIT.node("recreated", postgres);
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    io.micrometer.core.instrument.Metrics.addRegistry(registry);
+    try {
+      String group = KafkaBroker.uniqueName("recreated");
+      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "recreated"),
+          new KafkaPipelineIT.PaymentDeserializer(), PipelineSettings.create(system, "recreated")
+              .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group)).start();
+      awaitNext(pipeline, 200, Duration.ofMinutes(1));
+      try (Admin admin = broker.admin()) {
+        admin.deleteTopics(List.of(topic)).all().get(30, TimeUnit.SECONDS);
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
+        while (admin.listTopics().names().get(30, TimeUnit.SECONDS).contains(topic)) {
+          assertTrue(System.nanoTime() < deadline, "topic not deleted within a minute");
+          Thread.sleep(100);
+        }
+      }
+      createTopicWhenDeletionDone(topic);
+      KafkaPipelineIT.produceTo(broker, topic, 1, 50, "after-", 0);
+      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+      PartitionView view = null;
+      while (view == null || view.halted().isEmpty()) {
+        assertTrue(System.nanoTime() < deadline, "the partition did not halt within 2 minutes: " + view);
+        Thread.sleep(100);
+        List<PartitionView> views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        view = views.isEmpty() ? null : views.get(0);
+      }
+      // Seen by the stream going back (usually), or at a new assignment if the consumer saw the topic go.
+      assertTrue(view.halted().startsWith("its log went back under a running consumer (offset 0 after 199)")
+          || view.halted().startsWith("its stored next offset 200 is above the end"), view.halted());
+      assertEquals(200, view.nextOffset().getAsLong(), "the stored offset did not move");
+      assertEquals(200, view.appliedRecords(), "none of the new records was taken for a redelivery");
+      double halts = registry.find("fencepost.partition.halts").tag("cause", "offset-above-log-end")
+          .tag("topic", topic).counter().count();
+      assertEquals(1.0, halts);
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+
+      // Started again: the stored offset is found above the log end at assignment, before any seek.
+      Pipeline again = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "recreated"),
+          new KafkaPipelineIT.PaymentDeserializer(), PipelineSettings.create(system, "recreated")
+              .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group)).start();
+      view = null;
+      deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+      while (view == null || view.halted().isEmpty()) {
+        assertTrue(System.nanoTime() < deadline, "the partition did not halt at assignment: " + view);
+        Thread.sleep(100);
+        List<PartitionView> views = again.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        view = views.isEmpty() ? null : views.get(0);
+      }
+      assertTrue(view.halted().startsWith("its stored next offset 200 is above the end 50 of its log"), view.halted());
+      assertEquals(2.0, registry.find("fencepost.partition.halts").tag("cause", "offset-above-log-end")
+          .tag("topic", topic).counter().count());
+      again.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      Set<String> credited = new HashSet<>();
+      KafkaPipelineIT.credits(system, view.partition()).forEach(c -> credited.add(c.paymentId()));
+      assertEquals(200, credited.size());
+      assertTrue(credited.stream().noneMatch(id -> id.startsWith("after-")), "no new record applied: " + credited);
+    } finally {
+      io.micrometer.core.instrument.Metrics.removeRegistry(registry);
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /** Creates a topic again once the broker finished deleting its old incarnation. */
+  private static void createTopicWhenDeletionDone(String topic) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
+    while (true) {
+      try {
+        broker.createTopic(topic, 1);
+        return;
+      } catch (RuntimeException e) {
+        assertTrue(System.nanoTime() < deadline, "could not create " + topic + " again: " + e);
+        Thread.sleep(200);
+      }
+    }
+  }
+
   /** A TestLedger pipeline whose consumer reads through {@link DroppingInterceptor}. */
   private static Pipeline startBehindInterceptor(ActorSystem<Void> system, String name, String topic, String group) {
     PipelineSettings settings = PipelineSettings.create(system, name)

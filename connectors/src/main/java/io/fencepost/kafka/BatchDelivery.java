@@ -97,6 +97,16 @@ final class BatchDelivery<V> {
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
     BatchWork work = new BatchWork(id, progress, batch);
+    if (work.first <= progress.highestDelivered) {
+      // Within one assignment the stream only moves forward: the consumer's position was reset.
+      control.halt(id, progress, "its log went back under a running consumer (offset " + work.first + " after "
+          + progress.highestDelivered + "): the topic was deleted and recreated, or an unclean leader election "
+          + "truncated the log. Records at offsets below the stored next offset would be dropped as redeliveries, so "
+          + "nothing more is consumed from it; see docs/operations.md, \"A stored offset above the log end\"",
+          "offset-above-log-end");
+      return CompletableFuture.completedFuture(OptionalLong.empty());
+    }
+    progress.highestDelivered = work.last;
     progress.inFlight = true;
     return deadLetters.publish(id, progress, work.raw, work.deadLetters)
         .thenCompose(v -> applyUntilDone(work, 0))

@@ -122,6 +122,8 @@ final class PartitionOwnership {
         ConsumerSettings.create(system, new ByteArrayDeserializer(), new ByteArrayDeserializer()).getProperties());
     props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+    // New partitions and recreated topics are seen within 30 s (Kafka's default is 5 minutes).
+    props.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "30000");
     props.putAll(settings.kafkaClients());
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
     props.put(ConsumerConfig.GROUP_ID_CONFIG, settings.groupId());
@@ -346,6 +348,10 @@ final class PartitionOwnership {
     if (error != null) {
       Throwable cause = error instanceof CompletionException && error.getCause() != null
           ? error.getCause() : error;
+      if (cause instanceof SeekTargets.AboveLogEnd) {
+        halt(o.id, o.progress, cause.getMessage(), "offset-above-log-end");
+        return;
+      }
       if (!(cause instanceof CancellationException) || !o.over) {
         log.warn("[{}] could not find where {} starts: {}; asking again", settings.name(), o.tp, cause.toString());
         Backoff.after(system, settings.retryBackoffMin(), () -> targets.seekTarget(o.id, o.progress, () -> !o.over))
@@ -360,6 +366,7 @@ final class PartitionOwnership {
     }
     consumer.seek(o.tp, target);
     o.progress.knownNextOffset = target;
+    o.progress.highestDelivered = target - 1;
     startStream(o);
     o.progress.flowing = true;
     o.progress.lastProgressNanos = System.nanoTime();

@@ -29,4 +29,9 @@ final class PartitionProgress {
    * to (-1 otherwise). Its first batch must hold every readable record from here on.
    */
   volatile long freshStart = -1;
+  /**
+   * The last offset handed to delivery by this assignment's stream (its seek target - 1 at first). A
+   * batch at or below it means the consumer's position went back: the log was truncated or recreated.
+   */
+  volatile long highestDelivered = Long.MIN_VALUE;
 }

@@ -93,17 +93,24 @@ final class SeekTargets {
     if (stored.isPresent()) {
       freshStarts.remove(tp);
     }
-    return listOffset(tp, OffsetSpec.earliest()).handle((start, error) -> {
+    CompletionStage<Long> end = stored.isEmpty() ? CompletableFuture.completedFuture(-1L)
+        : listOffset(tp, OffsetSpec.latest());
+    return listOffset(tp, OffsetSpec.earliest()).thenCombine(end, (start, e) -> new long[] {start, e})
+        .handle((bounds, error) -> {
       if (error != null) {
         // Without the log start the stored offset still is the safe target (and 0 resets to it).
         log.warn("[{}] could not read the log start offset of {}: {}", settings.name(), tp, error.toString());
         return stored.orElse(0);
       }
+      long start = bounds[0];
       progress.logStart = start;
       if (stored.isEmpty()) {
         return start;
       }
       long next = stored.getAsLong();
+      if (next > bounds[1]) {
+        throw new AboveLogEnd(id, next, bounds[1]);
+      }
       if (start > next) {
         log.error("[{}] {}: stored next offset {} is below the log start {}: records [{}..{}] were deleted by "
             + "retention before they were applied; seeking to the log start", settings.name(), tp, next, start,
@@ -112,6 +119,16 @@ final class SeekTargets {
       }
       return next;
     });
+  }
+
+  /** The stored next offset lies above the end of the partition's log: seeking there would lose records. */
+  static final class AboveLogEnd extends RuntimeException {
+    AboveLogEnd(PartitionId id, long stored, long end) {
+      super("its stored next offset " + stored + " is above the end " + end + " of its log: the topic was deleted and "
+          + "recreated, or an unclean leader election truncated the log. Records at offsets below " + stored
+          + " would be dropped as redeliveries, so nothing is consumed from it; see docs/operations.md, \"A stored "
+          + "offset above the log end\"");
+    }
   }
 
   private CompletionStage<Long> listOffset(TopicPartition tp, OffsetSpec spec) {
