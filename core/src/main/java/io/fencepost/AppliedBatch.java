@@ -16,7 +16,9 @@ import io.fencepost.internal.BatchEvent;
  *     effects-only second write)
  * @param events the user's events, in order
  * @param incarnation the id of the actor incarnation that wrote it
- * @param writtenAt when it was written
+ * @param writtenAt the partition's clock at the write: the first write's wall clock, advanced since by
+ *     the time owners ran (see docs/guarantees.md, the business-key window); behind wall time by
+ *     the time nobody owned the partition
  * @param applied how many records ran their handler
  * @param droppedByKey how many records were dropped by business key
  * @param deadLetters the offsets (with their errors) given up on in this batch
