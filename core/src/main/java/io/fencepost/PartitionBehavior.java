@@ -83,8 +83,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   // For each event of the batch in flight, the offset of the record that produced it (to name the
   // record whose event the journal refuses).
   private long[] pendingEventOffsets = new long[0];
-  // at-most-once: the offset is durable but the records' effects have not run yet (a Stop waits for them)
-  private boolean acceptedNotRun;
+  // at-most-once: batches whose offset is durable but whose effects have not run yet (a Stop waits for them)
+  private int acceptedNotRun;
 
   private long droppedRedelivery;
   private boolean statementLogged;
@@ -307,7 +307,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       // The write committed although the journal reported a failure (e.g. a timeout).
       metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
       if (accepted != null) {
-        acceptedNotRun = true;
+        acceptedNotRun++;
         ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
       }
       replyTo.tell(outcome);
@@ -352,7 +352,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           return Effect().none();
         })
         // at-most-once: the effects of records whose offset is durable run before the actor stops.
-        .onCommand(PartitionCommand.Stop.class, (state, cmd) -> acceptedNotRun ? Effect().stash() : Effect().stop())
+        .onCommand(PartitionCommand.Stop.class, (state, cmd) -> acceptedNotRun > 0 ? Effect().stash() : Effect().stop())
         .onCommand(PartitionCommand.RunAccepted.class, (state, cmd) ->
             callInFlight != null ? Effect().stash() : onRunAccepted(state, cmd))
         .onCommand(PartitionCommand.CallDone.class, this::onCallDone)
@@ -510,7 +510,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           written(outcome);
           pendingAccepted = null;
           // Second step: effects after the offset is durable. A crash before it completes loses them.
-          acceptedNotRun = true;
+          acceptedNotRun++;
           ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
         })
         .thenReply(cmd.replyTo(), s -> outcome);
@@ -519,7 +519,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   @SuppressWarnings("unchecked")
   private Effect<BatchEvent, PartitionState<S>> onRunAccepted(PartitionState<S> state,
       PartitionCommand.RunAccepted cmd) {
-    acceptedNotRun = false;
+    acceptedNotRun = Math.max(0, acceptedNotRun - 1);
     if (halted != null) {
       return Effect().unstashAll();
     }

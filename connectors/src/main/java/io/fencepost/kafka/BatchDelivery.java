@@ -99,7 +99,7 @@ final class BatchDelivery<V> {
     BatchWork work = new BatchWork(id, progress, batch);
     if (work.first <= progress.highestDelivered) {
       // Within one assignment the stream only moves forward: the consumer's position was reset.
-      control.halt(id, progress, "its log went back under a running consumer (offset " + work.first + " after "
+      halt(progress, id, "its log went back under a running consumer (offset " + work.first + " after "
           + progress.highestDelivered + "): the topic was deleted and recreated, or an unclean leader election "
           + "truncated the log. Records at offsets below the stored next offset would be dropped as redeliveries, so "
           + "nothing more is consumed from it; see docs/operations.md, \"A stored offset above the log end\"",
@@ -166,7 +166,7 @@ final class BatchDelivery<V> {
    * the next owner reads the actor's stored offset.
    */
   private CompletionStage<OptionalLong> applyUntilDone(BatchWork work, int attempt) {
-    if (work.progress.revoked) {
+    if (work.progress.revoked || work.progress.halted != null) {
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
     CompletionStage<BatchOutcome> reply = host.actor(work.id).thenCompose(actor -> AskPattern.ask(actor,
@@ -191,7 +191,7 @@ final class BatchDelivery<V> {
           && rejected.error() instanceof PartitionHaltedException halted) {
         // Not resent: the actor already logged the ERROR; nothing is committed or skipped.
         work.progress.lastError = halted.getMessage();
-        control.halt(work.id, work.progress, halted.reason(), null);
+        halt(work.progress, work.id, halted.reason(), null);
         return CompletableFuture.completedFuture(OptionalLong.empty());
       }
       String reason;
@@ -208,6 +208,14 @@ final class BatchDelivery<V> {
           work.first, work.last, attempt + 1, reason, backoff.toMillis());
       return Backoff.after(system, backoff, () -> applyUntilDone(work, attempt + 1));
     }).thenCompose(f -> f);
+  }
+
+  /** Halts at once for this assignment's later batches; the consumer thread pauses it. */
+  private void halt(PartitionProgress progress, PartitionId id, String why, String cause) {
+    if (progress.halted == null) {
+      progress.halted = why;
+    }
+    control.halt(id, progress, why, cause);
   }
 
   private CompletionStage<OptionalLong> onHandlerFailure(BatchWork work, HandlerFailedException h, int attempt) {

@@ -157,8 +157,8 @@ final class PartitionOwnership {
   void restart(PartitionId id, PartitionProgress assignment, String why) {
     post(() -> {
       Assignment o = owned.get(new TopicPartition(id.topic(), id.partition()));
-      if (o == null || o.progress != assignment || consumer == null) {
-        return;
+      if (o == null || o.progress != assignment || consumer == null || assignment.halted != null) {
+        return;   // a halted partition stays halted until it is assigned again
       }
       log.warn("[{}] {}: seeking it to its actor's stored offset again", id.shortName(), why);
       end(o);
@@ -176,10 +176,13 @@ final class PartitionOwnership {
   void halt(PartitionId id, PartitionProgress assignment, String why, String cause) {
     post(() -> {
       Assignment o = owned.get(new TopicPartition(id.topic(), id.partition()));
-      if (o == null || o.progress != assignment || assignment.halted != null || consumer == null) {
+      if (assignment.halted == null) {
+        assignment.halted = why;
+      }
+      if (o == null || o.progress != assignment || assignment.haltHandled || consumer == null) {
         return;
       }
-      assignment.halted = why;
+      assignment.haltHandled = true;
       consumer.pause(List.of(o.tp));
       if (cause == null) {
         log.warn("[{}] partition halted by its actor; not consuming it on this node until it is assigned again",

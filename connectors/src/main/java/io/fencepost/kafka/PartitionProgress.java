@@ -12,6 +12,8 @@ final class PartitionProgress {
   volatile String lastError = "";
   /** Why the partition is halted (see PartitionHaltedException), or null: nothing more is delivered. */
   volatile String halted;
+  /** Set once the consumer thread paused the halted partition (and logged and counted it). */
+  volatile boolean haltHandled;
   /** No batch of this assignment is sent again once set. */
   volatile boolean revoked;
   /** Set once the partition seeked to its stored offset and its stream runs. */

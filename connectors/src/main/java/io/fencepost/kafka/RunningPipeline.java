@@ -179,7 +179,8 @@ final class RunningPipeline<V> implements Pipeline {
     }
     admin.listOffsets(idle).all().toCompletionStage().thenAccept(ends -> ends.forEach((tp, info) -> {
       PartitionProgress progress = progressOf.get(tp);
-      if (progress.flowing && !progress.inFlight && info.offset() > Math.max(0, progress.knownNextOffset)
+      if (progress.flowing && !progress.inFlight && progress.halted == null
+          && info.offset() > Math.max(0, progress.knownNextOffset)
           && !Long.valueOf(info.offset()).equals(restartedAtEnd.get(tp))) {
         // (A transaction's commit marker also lies past the last record: after one restart at the
         // same end offset, the watchdog waits for new records before it tries again.)
