@@ -228,19 +228,19 @@ class PartitionEdgesTest {
     for (int i = 0; i < first.length; i++) {
       first[i] = "pay-" + i;
     }
-    ActorRef<PartitionCommand> a = kit.spawn(PartitionActor.behavior(partition, s, Counted::new));
+    ActorRef<PartitionCommand> a = kit.spawn(PartitionActor.behavior(partition, s, PartitionActorTest.Counter::new));
     assertEquals(50, ((BatchOutcome.Applied) apply(a, values(0, first))).applied());
     stopAndWait(a);
 
     wall.addAndGet(Duration.ofHours(2).toMillis());             // one node's clock runs 2 hours ahead
     monotonic.addAndGet(Duration.ofSeconds(30).toNanos());
-    ActorRef<PartitionCommand> skewed = kit.spawn(PartitionActor.behavior(partition, s, Counted::new));
+    ActorRef<PartitionCommand> skewed = kit.spawn(PartitionActor.behavior(partition, s, PartitionActorTest.Counter::new));
     assertEquals(20, ((BatchOutcome.Applied) apply(skewed, values(50, other(20)))).applied());
     stopAndWait(skewed);
 
     wall.addAndGet(-Duration.ofHours(2).toMillis() + Duration.ofMinutes(1).toMillis());
     monotonic.addAndGet(Duration.ofSeconds(30).toNanos());
-    ActorRef<PartitionCommand> back = kit.spawn(PartitionActor.behavior(partition, s, Counted::new));
+    ActorRef<PartitionCommand> back = kit.spawn(PartitionActor.behavior(partition, s, PartitionActorTest.Counter::new));
     // The producer re-sends the first 50 payments a minute after the originals: all still in the window.
     BatchOutcome.Applied resent = (BatchOutcome.Applied) apply(back, values(70, first));
     assertEquals(List.of(0, 50), List.of(resent.applied(), resent.droppedByKey()));
@@ -268,37 +268,10 @@ class PartitionEdgesTest {
     return out;
   }
 
-  /** Counts records; the record's value is its business key. */
-  static final class Counted extends PartitionActor<String, Long, Long> {
-    Counted(PartitionContext context) {
-      super(context);
-    }
-
-    @Override
-    protected Long emptyState() {
-      return 0L;
-    }
-
-    @Override
-    protected Effects<Long> onRecord(Long count, Inbound<String> in) {
-      return Effects.persist(in.offset());
-    }
-
-    @Override
-    protected Long applyEvent(Long count, Long offset) {
-      return count + 1;
-    }
-
-    @Override
-    protected Optional<String> businessKey(Inbound<String> in) {
-      return Optional.of(in.value());
-    }
-  }
-
   @Test
   void atMostOnceEffectsOfADurableOffsetRunBeforeAStopThatArrivedMeanwhile() {
     PartitionActorSettings s = settings().withDeliveryMode(DeliveryMode.AT_MOST_ONCE);
-    ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(partition, s, Counted::new));
+    ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(partition, s, PartitionActorTest.Counter::new));
     TestProbe<BatchOutcome> probe = kit.createTestProbe();
     // The Stop waits in Pekko's stash while the offset is written; it then comes before RunAccepted.
     actor.tell(new PartitionCommand.ApplyBatch(values(0, "a", "b", "c"), List.of(), 0, probe.ref()));

@@ -374,14 +374,7 @@ class OffsetGapsIT {
       }
       createTopicWhenDeletionDone(topic);
       KafkaPipelineIT.produceTo(broker, topic, 1, 50, "after-", 0);
-      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-      PartitionView view = null;
-      while (view == null || view.halted().isEmpty()) {
-        assertTrue(System.nanoTime() < deadline, "the partition did not halt within 2 minutes: " + view);
-        Thread.sleep(100);
-        List<PartitionView> views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        view = views.isEmpty() ? null : views.get(0);
-      }
+      PartitionView view = awaitHalted(pipeline);
       // Seen by the stream going back (usually), or at a new assignment if the consumer saw the topic go.
       assertTrue(view.halted().startsWith("its log went back under a running consumer (offset 0 after 199)")
           || view.halted().startsWith("its stored next offset 200 is above the end"), view.halted());
@@ -396,14 +389,7 @@ class OffsetGapsIT {
       Pipeline again = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "recreated"),
           new KafkaPipelineIT.PaymentDeserializer(), PipelineSettings.create(system, "recreated")
               .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group)).start();
-      view = null;
-      deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-      while (view == null || view.halted().isEmpty()) {
-        assertTrue(System.nanoTime() < deadline, "the partition did not halt at assignment: " + view);
-        Thread.sleep(100);
-        List<PartitionView> views = again.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        view = views.isEmpty() ? null : views.get(0);
-      }
+      view = awaitHalted(again);
       assertTrue(view.halted().startsWith("its stored next offset 200 is above the end 50 of its log"), view.halted());
       assertEquals(2.0, registry.find("fencepost.partition.halts").tag("cause", "offset-above-log-end")
           .tag("topic", topic).counter().count());
@@ -417,6 +403,19 @@ class OffsetGapsIT {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
     }
+  }
+
+  /** The pipeline's only partition once it is halted (within 2 minutes). */
+  private static PartitionView awaitHalted(Pipeline pipeline) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+    PartitionView view = null;
+    while (view == null || view.halted().isEmpty()) {
+      assertTrue(System.nanoTime() < deadline, "the partition did not halt within 2 minutes: " + view);
+      Thread.sleep(100);
+      List<PartitionView> views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      view = views.isEmpty() ? null : views.get(0);
+    }
+    return view;
   }
 
   /** Creates a topic again once the broker finished deleting its old incarnation. */
