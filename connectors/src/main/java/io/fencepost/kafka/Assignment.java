@@ -84,8 +84,12 @@ final class Assignment {
   void close() {
     if (!over) {
       over = true;
-      if (queue != null) {
-        queue.complete();
+      if (queue != null && !done.toCompletableFuture().isDone()) {
+        try {
+          queue.complete();
+        } catch (IllegalStateException e) {
+          // The stream failed (or ended) meanwhile: its queue is closed already.
+        }
       }
     }
   }

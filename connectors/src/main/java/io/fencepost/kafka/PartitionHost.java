@@ -83,8 +83,8 @@ final class PartitionHost {
    */
   synchronized void admit(PartitionId id) {
     Keeper current = keepers.get(id);
-    if (current != null && !current.stopping()) {
-      return;
+    if (current != null && !current.stopping() && !current.stopped().isDone()) {
+      return;   // (a keeper that died on its own is replaced: asking it would time out forever)
     }
     CompletionStage<Done> previous = current == null ? CompletableFuture.completedFuture(Done.getInstance())
         : current.stopped();

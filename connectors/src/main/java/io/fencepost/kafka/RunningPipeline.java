@@ -64,8 +64,8 @@ final class RunningPipeline<V> implements Pipeline {
   private final PartitionOwnership ownership;
   private volatile CompletionStage<Done> stopped;
   private volatile Cancellable watchdog;
-  // end offsets at the last watchdog restart: restart again only when new records arrived since
-  private final Map<TopicPartition, Long> restartedAtEnd = new ConcurrentHashMap<>();
+  // (end offset, position) at the last watchdog restart: again only once records arrived or it moved since
+  private final Map<TopicPartition, List<Long>> restartedAt = new ConcurrentHashMap<>();
 
   private RunningPipeline(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
       Deserializer<V> valueDeserializer, PipelineSettings settings) {
@@ -179,12 +179,12 @@ final class RunningPipeline<V> implements Pipeline {
     }
     admin.listOffsets(idle).all().toCompletionStage().thenAccept(ends -> ends.forEach((tp, info) -> {
       PartitionProgress progress = progressOf.get(tp);
+      List<Long> at = List.of(info.offset(), progress.knownNextOffset);
       if (progress.flowing && !progress.inFlight && progress.halted == null
-          && info.offset() > Math.max(0, progress.knownNextOffset)
-          && !Long.valueOf(info.offset()).equals(restartedAtEnd.get(tp))) {
+          && info.offset() > Math.max(0, progress.knownNextOffset) && !at.equals(restartedAt.get(tp))) {
         // (A transaction's commit marker also lies past the last record: after one restart at the
-        // same end offset, the watchdog waits for new records before it tries again.)
-        restartedAtEnd.put(tp, info.offset());
+        // same end and position, the watchdog waits for new records or progress before it tries again.)
+        restartedAt.put(tp, at);
         ownership.restart(partitionId(tp), progress, "no progress for " + settings.stallTimeout().toSeconds()
             + " s (end " + info.offset() + ", at " + progress.knownNextOffset + ")");
       }
