@@ -102,7 +102,7 @@ final class DemoCommand implements Main.Command {
           out.println();
           out.print(report.render());
           out.println();
-          LedgerBalances.Totals totals = readModel(journal, partitions);
+          LedgerBalances.Totals totals = readModel(journal);
           out.printf("read model ledger_balances (kept exactly once by a projection): %,d merchants, %,d payments, "
               + "%,d cents in all%n", totals.merchants(), totals.payments(), totals.balanceCents());
           boolean readModelOk = totals.payments() == report.total().applied();
@@ -123,14 +123,14 @@ final class DemoCommand implements Main.Command {
   }
 
   /** Runs the ledger_balances projection over the journal until it has caught up, and sums the table. */
-  private static LedgerBalances.Totals readModel(JournalDatabase journal, int partitions) throws Exception {
+  private static LedgerBalances.Totals readModel(JournalDatabase journal) throws Exception {
     LedgerBalances.installSchema(journal);
     org.apache.pekko.actor.typed.ActorSystem<Void> system = org.apache.pekko.actor.typed.ActorSystem.create(
         org.apache.pekko.actor.typed.javadsl.Behaviors.empty(), "fencepost-demo-projection",
         journal.pekkoConfig().withFallback(ConfigFactory.load()));
     try {
       io.fencepost.jdbc.JdbcProjection projection =
-          LedgerBalances.projection(system, journal, GROUP, TOPIC, partitions);
+          LedgerBalances.projection(system, journal, GROUP, TOPIC);
       while (projection.runOnce() > 0) {
         // until caught up
       }

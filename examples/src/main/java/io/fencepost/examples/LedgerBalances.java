@@ -5,10 +5,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.ArrayList;
 import java.util.List;
 
-import io.fencepost.PartitionId;
 import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -37,15 +35,10 @@ public final class LedgerBalances {
     }
   }
 
-  /** The projection over the ledger journals of {@code partitions} partitions of {@code topic}. */
-  public static JdbcProjection projection(ActorSystem<?> system, JournalDatabase db, String group, String topic,
-      int partitions) {
-    List<String> pids = new ArrayList<>();
-    for (int p = 0; p < partitions; p++) {
-      pids.add(new PartitionId(group, topic, p).persistenceId());
-    }
+  /** The projection over the ledger journals of every partition of {@code topic}, partitions added later included. */
+  public static JdbcProjection projection(ActorSystem<?> system, JournalDatabase db, String group, String topic) {
     // snippet: read-model
-    return JdbcProjection.create(system, "ledger-balances", db, pids, (tx, batch) -> {
+    return JdbcProjection.forTopics(system, "ledger-balances", db, group, List.of(topic), (tx, batch) -> {
       try (PreparedStatement st = tx.prepareStatement("UPDATE ledger_balances SET balance_cents = balance_cents + ?, "
           + "payments = payments + 1 WHERE merchant_id = ?");
           PreparedStatement insert = tx.prepareStatement("INSERT INTO ledger_balances (merchant_id, balance_cents, "

@@ -88,17 +88,9 @@ public final class LedgerNode implements AutoCloseable {
    * Keeps {@code ledger_balances} up to date from this node, once a second, until the node stops.
    * Every node may do it: the projection's conditional position applies each batch once.
    */
-  public void startReadModel(JournalDatabase journal, String bootstrap, String topic, String group) {
-    int partitions;
-    try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(
-        Map.of("bootstrap.servers", bootstrap))) {
-      partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, java.util.concurrent.TimeUnit.SECONDS)
-          .get(topic).partitions().size();
-    } catch (Exception e) {
-      throw new IllegalStateException("cannot read the partition count of [" + topic + "]: " + e, e);
-    }
+  public void startReadModel(JournalDatabase journal, String topic, String group) {
     LedgerBalances.installSchema(journal);
-    io.fencepost.jdbc.JdbcProjection projection = LedgerBalances.projection(system, journal, group, topic, partitions)
+    io.fencepost.jdbc.JdbcProjection projection = LedgerBalances.projection(system, journal, group, topic)
         .start(java.time.Duration.ofSeconds(1));
     system.getWhenTerminated().thenRun(projection::close);
   }
@@ -173,7 +165,7 @@ public final class LedgerNode implements AutoCloseable {
       LedgerNode node = start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
           flags.require("host"), port, seeds, flags.get("outbox-topic"));
       if (flags.isSet("read-model")) {
-        node.startReadModel(journal, flags.require("bootstrap"), flags.require("topic"), flags.require("group"));
+        node.startReadModel(journal, flags.require("topic"), flags.require("group"));
       }
       // A supervisor or a test may wait for the node to be a cluster member (consuming does not).
       org.apache.pekko.cluster.Cluster.get(node.system().classicSystem()).registerOnMemberUp(() -> {

@@ -8,11 +8,16 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import io.fencepost.AppliedBatch;
+import io.fencepost.PartitionId;
+import io.fencepost.jdbc.internal.JournalIds;
 import io.fencepost.errors.JournalGapException;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
@@ -29,11 +34,16 @@ import org.slf4j.LoggerFactory;
  * instances of one projection can run at once and never both apply a batch.
  *
  * <pre>{@code
- * JdbcProjection balances = JdbcProjection.create(system, "balances", journalDb, persistenceIds,
+ * JdbcProjection balances = JdbcProjection.forTopics(system, "balances", journalDb, "ledger", List.of("payments"),
  *     (tx, batch) -> { for (Object e : batch.events()) credit(tx, (Credited) e); });
  * balances.installSchema();
  * balances.start(Duration.ofMillis(500));
  * }</pre>
+ *
+ * <p>{@link #forTopics} follows every partition of the topics, partitions added to a topic later
+ * included: each run looks for partition journals that appeared since (one walk over the journal
+ * table's primary-key index), so a partition's batches are projected from its first journaled
+ * batch on. {@link #create} reads a fixed list of journals.
  *
  * <p>The read model must live in the journal's database (same transaction). A handler that throws
  * rolls back that batch; it is tried again on the next run. Not a pekko-projection: pekko-projection
@@ -53,18 +63,21 @@ public final class JdbcProjection implements AutoCloseable {
   private final ActorSystem<?> system;
   private final String name;
   private final JournalDatabase db;
-  private final List<String> persistenceIds;
+  /** The journals to read, fixed ({@link #create}) or discovered anew each run ({@link #forTopics}). */
+  private final Supplier<List<String>> sources;
+  /** The journals read so far: registered (position 0 stored) before their first run. */
+  private final Set<String> known = ConcurrentHashMap.newKeySet();
   private final Handler handler;
   private ScheduledExecutorService scheduler;
   /** Persistence ids stopped at a journal gap (logged once each). */
   private final java.util.Set<String> gaps = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-  private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, List<String> persistenceIds,
+  private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, Supplier<List<String>> sources,
       Handler handler) {
     this.system = Objects.requireNonNull(system, "system");
     this.name = Objects.requireNonNull(name, "name");
     this.db = Objects.requireNonNull(db, "db");
-    this.persistenceIds = List.copyOf(persistenceIds);
+    this.sources = sources;
     this.handler = Objects.requireNonNull(handler, "handler");
   }
 
@@ -74,7 +87,26 @@ public final class JdbcProjection implements AutoCloseable {
    */
   public static JdbcProjection create(ActorSystem<?> system, String name, JournalDatabase db,
       List<String> persistenceIds, Handler handler) {
-    return new JdbcProjection(system, name, db, persistenceIds, handler);
+    List<String> fixed = List.copyOf(persistenceIds);
+    return new JdbcProjection(system, name, db, () -> fixed, handler);
+  }
+
+  /**
+   * A projection named {@code name} over every partition of {@code topics} that consumer group
+   * {@code group} journaled, partitions added to the topics later included: each run first looks for
+   * partition journals that appeared since the last one.
+   */
+  public static JdbcProjection forTopics(ActorSystem<?> system, String name, JournalDatabase db, String group,
+      List<String> topics, Handler handler) {
+    Objects.requireNonNull(group, "group");
+    if (topics.isEmpty()) {
+      throw new IllegalArgumentException("projection [" + name + "]: topics must name at least one topic");
+    }
+    List<String> prefixes = topics.stream()
+        .map(t -> new PartitionId(group, t, 0).persistenceId())
+        .map(pid -> pid.substring(0, pid.lastIndexOf('|') + 1))
+        .toList();
+    return new JdbcProjection(system, name, db, () -> JournalIds.withPrefixes(db, prefixes), handler);
   }
 
   /** Creates the positions table if it is missing. */
@@ -86,15 +118,29 @@ public final class JdbcProjection implements AutoCloseable {
       throw new IllegalStateException("cannot create fencepost_projection_offsets on " + db.jdbcUrl() + ": "
           + e.getMessage(), e);
     }
-    register();
+    persistenceIds();
     return this;
+  }
+
+  /** The journals to read now; a journal seen for the first time is registered first. */
+  private List<String> persistenceIds() {
+    List<String> now = sources.get();
+    List<String> fresh = now.stream().filter(pid -> !known.contains(pid)).toList();
+    if (!fresh.isEmpty()) {
+      register(fresh);
+      if (!known.isEmpty()) {
+        log.info("[{}] projection follows {} new journal(s): {}", name, fresh.size(), fresh);
+      }
+      known.addAll(fresh);
+    }
+    return now;
   }
 
   /**
    * Stores position 0 for every persistence id that has none yet, so that {@code JournalCompaction}
    * sees this projection before its first batch and never compacts what it has not read.
    */
-  private void register() {
+  private void register(List<String> persistenceIds) {
     try (Connection c = db.connect(); PreparedStatement st = c.prepareStatement("INSERT INTO "
         + "fencepost_projection_offsets (projection, persistence_id, seq) SELECT ?, ?, 0 WHERE NOT EXISTS "
         + "(SELECT 1 FROM fencepost_projection_offsets WHERE projection = ? AND persistence_id = ?)")) {
@@ -133,7 +179,7 @@ public final class JdbcProjection implements AutoCloseable {
   public int runOnce() {
     int applied = 0;
     RuntimeException first = null;
-    for (String pid : persistenceIds) {
+    for (String pid : persistenceIds()) {
       try {
         applied += catchUp(pid);
       } catch (RuntimeException e) {
@@ -158,7 +204,7 @@ public final class JdbcProjection implements AutoCloseable {
   /** Runs {@link #runOnce()} every {@code interval} on a thread of its own until {@link #close()}. */
   public synchronized JdbcProjection start(Duration interval) {
     if (scheduler == null) {
-      register();
+      persistenceIds();
       scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "fencepost-projection-" + name);
         t.setDaemon(true);
