@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 
 import io.fencepost.errors.FatalException;
@@ -15,6 +16,7 @@ import io.fencepost.internal.DeadLetterEntry;
 import io.fencepost.internal.KeyDigest;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionState;
+import io.fencepost.internal.ReplayIds;
 import org.slf4j.Logger;
 
 /**
@@ -48,6 +50,10 @@ final class BatchSelector<V> {
     final List<DeadLetterEntry> deadLetters = new ArrayList<>();
     final List<String> unparked = new ArrayList<>();
     final List<Long> toPark = new ArrayList<>();
+    /** Offsets of dead letters whose replay this batch applies or drops by key. */
+    final List<Long> replayed = new ArrayList<>();
+    /** Offsets of replays dropped: their dead letters may not be replayed (again). */
+    final List<Long> droppedReplays = new ArrayList<>();
     long nextOffset;
     int droppedRedelivery;
     int droppedByKey;
@@ -89,6 +95,7 @@ final class BatchSelector<V> {
     Selection<V> sel = new Selection<>();
     sel.nextOffset = state.nextOffset();
     Set<Digest> batchKeys = new HashSet<>(Math.max(16, records.size() * 2));
+    Set<Long> batchReplays = new HashSet<>();
     KeyWindow window = state.window();
     java.util.Map<String, Long> parked = settings.perKeyOrdering() ? new java.util.HashMap<>(state.parkedKeys())
         : java.util.Map.of();
@@ -119,11 +126,24 @@ final class BatchSelector<V> {
           }
         }
         sel.deadLetters.add(new DeadLetterEntry(d.offset(), d.key().orElse(""), d.errorClass(), d.errorMessage(),
-            d.attempts(), d.parked(), parksKey));
+            d.attempts(), d.parked(), parksKey, d.replayOf().orElse(-1)));
         sel.nextOffset = d.offset() + 1;
         continue;
       }
       Inbound<V> record = (Inbound<V>) item;
+      long replayOf = -1;
+      if (record.headers().containsKey(ReplayIds.HEADER)) {
+        // Only a dead letter the journal holds, and only once: not one replayed before, nor one another
+        // owner applied after all, nor another partition's or consumer group's.
+        OptionalLong of = record.replayOf();
+        if (of.isEmpty() || !state.replays().replayable(of.getAsLong()) || !batchReplays.add(of.getAsLong())) {
+          sel.droppedRedelivery++;
+          sel.droppedReplays.add(record.offset());
+          sel.nextOffset = record.offset() + 1;
+          continue;
+        }
+        replayOf = of.getAsLong();
+      }
       if (!parked.isEmpty() && record.key().isPresent() && parked.containsKey(record.key().get())) {
         String k = record.key().get();
         long parkedBy = parked.get(k);
@@ -147,6 +167,9 @@ final class BatchSelector<V> {
         digest.digest(key.get(), digestOut);
         Digest d = new Digest(digestOut[0], digestOut[1]);
         if (window.contains(d.hi, d.lo) || !batchKeys.add(d)) {
+          if (replayOf >= 0) {
+            sel.replayed.add(replayOf);
+          }
           sel.droppedByKey++;
           sel.nextOffset = record.offset() + 1;
           log.debug("[{}] offset [{}] dropped: business key [{}] already applied", partition.shortName(),
@@ -155,6 +178,9 @@ final class BatchSelector<V> {
         }
         sel.freshDigests.add(d.hi);
         sel.freshDigests.add(d.lo);
+      }
+      if (replayOf >= 0) {
+        sel.replayed.add(replayOf);
       }
       sel.fresh.add(record);
       sel.nextOffset = record.offset() + 1;
@@ -179,14 +205,7 @@ final class BatchSelector<V> {
 
   /** The original offset a replayed record stood at ({@code fencepost.replay-of} header), or -1. */
   private static long replayOf(Inbound<?> record) {
-    return record.header("fencepost.replay-of").map(id -> {
-      int dash = id.lastIndexOf('-');
-      try {
-        return Long.parseLong(id.substring(dash + 1));
-      } catch (RuntimeException e) {
-        return -1L;
-      }
-    }).orElse(-1L);
+    return record.replayOf().orElse(-1L);
   }
 
   /** A user hook threw for one record: retriable only when it said so with a retriable FencepostException. */

@@ -5,6 +5,9 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
+
+import io.fencepost.internal.ReplayIds;
 
 /**
  * One record as a {@link PartitionActor} sees it: where it sits in its partition, its key, its
@@ -44,6 +47,23 @@ public record Inbound<V>(PartitionId partition, long offset, Optional<String> ke
 
   /** {@code group-topic-partition-offset}: the identity of this stored copy of the record. */
   public String positionKey() {
-    return partition.group() + "-" + partition.topic() + "-" + partition.partition() + "-" + offset;
+    return ReplayIds.id(partition, offset);
+  }
+
+  /**
+   * When this record is a replayed dead letter of its own partition ({@code fencepost.replay-of},
+   * set by {@code DeadLetterReplay}): the offset the record was dead-lettered at.
+   */
+  public OptionalLong replayOf() {
+    return header(ReplayIds.HEADER).map(id -> ReplayIds.offsetIn(partition, id)).orElse(OptionalLong.empty());
+  }
+
+  /**
+   * The identity of the record as first written: {@link #positionKey()} of the dead letter this
+   * record replays, else its own. Identical on every redelivery and every replay of the record.
+   */
+  public String originKey() {
+    OptionalLong original = replayOf();
+    return original.isPresent() ? ReplayIds.id(partition, original.getAsLong()) : positionKey();
   }
 }

@@ -107,10 +107,11 @@ public abstract class PartitionActor<V, S, E> {
 
   /**
    * A stable idempotency key for external calls made for this record: its business key when it has
-   * one, else {@code group-topic-partition-offset}. Identical on every redelivery of the record.
+   * one, else {@code group-topic-partition-offset} of the record as first written
+   * ({@link Inbound#originKey()}). Identical on every redelivery and every replay of the record.
    */
   protected final String idempotencyKey(Inbound<V> record) {
-    return businessKey(record).orElseGet(record::positionKey);
+    return businessKey(record).orElseGet(record::originKey);
   }
 
   /**

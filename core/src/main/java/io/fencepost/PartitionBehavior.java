@@ -425,6 +425,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       ctx.getLog().warn("[{}] offset [{}] dead-lettered after {} attempt(s): {}: {}", partition.shortName(),
           d.offset(), d.attempts(), d.errorClass(), d.errorMessage());
     }
+    if (!sel.droppedReplays.isEmpty()) {
+      ctx.getLog().info("[{}] replayed records at offsets {} dropped: the dead letters they replay are not "
+          + "replayable on this partition (replayed before, applied by an earlier owner after all, or of another "
+          + "partition or consumer group)", partition.shortName(), sel.droppedReplays);
+    }
     droppedRedelivery += sel.droppedRedelivery;
     metrics.dropped(sel.droppedRedelivery, sel.droppedByKey);
     if (sel.nextOffset == state.nextOffset()) {
@@ -481,7 +486,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }
     BatchEvent event = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), events,
         toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, outbox,
-        List.of());
+        List.of(), toArray(sel.replayed));
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), outbox.size());
     pendingRecords = sel.fresh;
@@ -493,7 +498,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       PartitionCommand.ApplyBatch cmd, BatchSelector.Selection<V> sel) {
     BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
         toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, List.of(),
-        List.of());
+        List.of(), toArray(sel.replayed));
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), 0);
     List<Inbound<?>> accepted = List.copyOf(sel.fresh);
@@ -548,7 +553,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       return Effect().unstashAll();   // a Stop that waited for these effects
     }
     BatchEvent effects = new BatchEvent(incarnation, state.nextOffset(), state.nextOffset(), clock(state), events,
-        new long[0], 0, 0, List.of(), List.of(), outbox, List.of());
+        new long[0], 0, 0, List.of(), List.of(), outbox, List.of(), new long[0]);
     pendingEvent = effects;
     pendingUserState = user;
     return Effect().persist(effects).thenRun(s -> {

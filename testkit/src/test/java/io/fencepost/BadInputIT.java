@@ -243,14 +243,17 @@ class BadInputIT {
   }
 
   @Test
-  void replayedDeadLettersAreAppliedOnceAndARepeatedReplayIsDroppedByKey() throws Exception {
+  void replayedDeadLettersKeepTheirHeadersAndASecondReplayRunIsDropped() throws Exception {
     String topic = KafkaBroker.uniqueName("replay");
     broker.createTopic(topic, 1);
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
     try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
       producer.send(new ProducerRecord<>(topic, 0, "k1", "pay-r1,m1,10")).get();
-      producer.send(new ProducerRecord<>(topic, 0, "k2", "fatal-r2,m1,20")).get();
+      ProducerRecord<String, String> chained = new ProducerRecord<>(topic, 0, "k2", "fatal-r2,m1,20");
+      chained.headers().add(OutboxRecord.ID_HEADER, "chain-7".getBytes(StandardCharsets.UTF_8));
+      chained.headers().add("trace", "t-1".getBytes(StandardCharsets.UTF_8));
+      producer.send(chained).get();
       producer.send(new ProducerRecord<>(topic, 0, "k3", "pay-r3,m1,30")).get();
     }
     ActorSystem<Void> system = KafkaPipelineIT.node("replay", postgres);
@@ -272,12 +275,19 @@ class BadInputIT {
           io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withOffsets(0, 1, 1).run());
       v = awaitNextOffset(pipeline, 4);
       assertEquals(3, v.appliedRecords(), "the replayed record was applied");
+      ConsumerRecord<byte[], byte[]> replayed = readAll(topic, 4).get(3);
+      assertEquals("chain-7", header(replayed, OutboxRecord.ID_HEADER), "the business key of a chained pipeline");
+      assertEquals("t-1", header(replayed, "trace"));
+      assertEquals(v.partition().group() + "-" + topic + "-0-1", header(replayed, "fencepost.replay-of"));
+      assertEquals(null, header(replayed, "fencepost.error.class"), "no dead-letter headers");
 
-      // An operator replays it again by mistake: the business key window drops the repeat.
-      io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").run();
+      // An operator runs the replay again by mistake: the partition's journal shows it was replayed.
+      assertEquals(1, io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").run()
+          .replayed());
       v = awaitNextOffset(pipeline, 5);
       assertEquals(3, v.appliedRecords());
-      assertEquals(1, v.droppedByKey());
+      assertEquals(0, v.droppedByKey());
+      assertEquals(1, v.droppedRedelivery(), "the second replay is dropped as a repeat");
       pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
     } finally {
       fixed = false;

@@ -25,6 +25,7 @@ import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.errors.RecordsParkedException;
+import io.fencepost.internal.ReplayIds;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -68,6 +69,8 @@ final class BatchDelivery<V> {
   private final Backoff resend;
   private final Backoff handlerRetry;
   private final StreamControl control;
+  /** Sends of one batch left unanswered within ask-timeout before the partition is started afresh. */
+  private static final int UNANSWERED_BEFORE_RESTART = 3;
 
   BatchDelivery(ActorSystem<?> system, PipelineSettings settings, PartitionHost host,
       Deserializer<V> valueDeserializer, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
@@ -134,6 +137,7 @@ final class BatchDelivery<V> {
     // that its holes hold nothing (onGap).
     long coveredFrom = Long.MAX_VALUE;
     int gapChecks;
+    int unanswered;
 
     BatchWork(PartitionId id, PartitionProgress progress, List<ConsumerRecord<byte[], byte[]>> batch) {
       this.id = id;
@@ -147,7 +151,8 @@ final class BatchDelivery<V> {
         try {
           records.add(toInbound(id, r));
         } catch (RuntimeException e) {
-          deadLetters.add(new DeadLetter(id, r.offset(), key(r), e.getClass().getName(), e.getMessage(), 1));
+          deadLetters.add(new DeadLetter(id, r.offset(), key(r), e.getClass().getName(), e.getMessage(), 1, false,
+              replayOf(id, r)));
         }
       }
       first = lo;
@@ -195,14 +200,22 @@ final class BatchDelivery<V> {
         return CompletableFuture.completedFuture(OptionalLong.empty());
       }
       String reason;
+      boolean noReply = false;
       if (outcome instanceof BatchOutcome.Rejected rejected) {
         reason = rejected.error().getMessage();
       } else {
-        reason = error instanceof TimeoutException || (error != null && error.getCause() instanceof TimeoutException)
-            ? "no reply within ask-timeout " + settings.askTimeout() : String.valueOf(error);
+        noReply = error instanceof TimeoutException || (error != null && error.getCause() instanceof TimeoutException);
+        reason = noReply ? "no reply within ask-timeout " + settings.askTimeout() : String.valueOf(error);
       }
       work.progress.retries.incrementAndGet();
       work.progress.lastError = reason;
+      if (noReply && ++work.unanswered >= UNANSWERED_BEFORE_RESTART) {
+        // An actor that answers nothing (its keeper died, or it hangs) is not helped by resending: a
+        // new incarnation recovers from the journal. The watchdog does not see a batch in flight.
+        control.restart(work.id, work.progress, "its actor answered none of " + work.unanswered
+            + " sends of the batch at offsets [" + work.first + ".." + work.last + "] within ask-timeout");
+        return CompletableFuture.completedFuture(OptionalLong.empty());
+      }
       Duration backoff = resend.delay(attempt);
       log.warn("[{}] batch at offsets [{}..{}] not applied (attempt {}): {}; resending in {} ms", work.id.shortName(),
           work.first, work.last, attempt + 1, reason, backoff.toMillis());
@@ -235,7 +248,8 @@ final class BatchDelivery<V> {
           h.offset(), tries, settings.handlerRetryMaxAttempts(), wait.toMillis(), h.causeClass(), h.causeMessage());
       return Backoff.after(system, wait, () -> applyUntilDone(work, attempt));
     }
-    DeadLetter d = new DeadLetter(work.id, h.offset(), key(r), h.causeClass(), h.causeMessage(), tries);
+    DeadLetter d = new DeadLetter(work.id, h.offset(), key(r), h.causeClass(), h.causeMessage(), tries, false,
+        replayOf(work.id, r));
     log.warn("[{}] offset [{}]: handler failed {} after {} attempt(s); dead-lettering it: {}: {}", work.id.shortName(),
         h.offset(), h.isRetriable() ? "retriably" : "fatally", tries, h.causeClass(), h.causeMessage());
     work.records.removeIf(in -> in.offset() == h.offset());
@@ -303,13 +317,21 @@ final class BatchDelivery<V> {
         continue;
       }
       letters.add(new DeadLetter(work.id, offset, key(r), "parked",
-          "key [" + key(r).orElse("") + "] is parked behind an earlier failed record; replay that one first", 1, true));
+          "key [" + key(r).orElse("") + "] is parked behind an earlier failed record; replay that one first", 1, true,
+          replayOf(work.id, r)));
     }
     log.info("[{}] parking {} record(s) behind failed records of their keys: offsets {}", work.id.shortName(),
         letters.size(), parked.offsets());
     work.records.removeIf(in -> parked.offsets().contains(in.offset()));
     work.deadLetters.addAll(letters);
     return deadLetters.publish(work.id, work.progress, work.raw, letters).thenCompose(v -> applyUntilDone(work, attempt));
+  }
+
+  /** The dead letter a replayed record replays (its new dead letter takes that one's place). */
+  private static OptionalLong replayOf(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
+    Header h = r.headers().lastHeader(ReplayIds.HEADER);
+    return h == null || h.value() == null ? OptionalLong.empty()
+        : ReplayIds.offsetIn(id, new String(h.value(), StandardCharsets.UTF_8));
   }
 
   private static Optional<String> key(ConsumerRecord<byte[], byte[]> r) {

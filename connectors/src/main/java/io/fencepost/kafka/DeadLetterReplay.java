@@ -12,6 +12,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
+import io.fencepost.internal.ReplayIds;
 import io.fencepost.kafka.internal.DeadLetterHeaders;
 import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -27,9 +28,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Re-injects dead letters into their source topic (same partition, key, value and headers, without
- * Fencepost's dead-letter headers, plus {@code fencepost.replay-of}), after the cause was fixed. A
- * replayed record keeps its business key, so the key window drops any that were in fact applied; a
- * dead letter published twice (after a crash) is replayed once.
+ * Fencepost's dead-letter headers, plus {@code fencepost.replay-of}), after the cause was fixed.
+ *
+ * <p>Replaying is safe to repeat. The partition's actor applies a replayed record only when its
+ * journal holds that dead letter and no replay of it was applied yet: a second run, a dead letter
+ * published twice (after a crash), or one that a later owner of the partition applied after all,
+ * is dropped there. A replayed record keeps its headers, business keys such as
+ * {@code fencepost.outbox-id} included, and external calls made for it keep the original record's
+ * idempotency key. A replayed record that fails again becomes a new dead letter, which replaces
+ * the old one.
  *
  * <pre>{@code
  * DeadLetterReplay.Result r = DeadLetterReplay.from(bootstrap, "payments.dlt").withKey("merchant-7").run();
@@ -38,7 +45,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class DeadLetterReplay {
 
   /** Header on a replayed record: the dead letter's id ({@code group-topic-partition-offset}). */
-  public static final String REPLAY_OF = "fencepost.replay-of";
+  public static final String REPLAY_OF = ReplayIds.HEADER;
 
   private final String bootstrap;
   private final String deadLetterTopic;
@@ -149,7 +156,8 @@ public final class DeadLetterReplay {
         }
       } catch (Exception e) {
         throw new IllegalStateException("replaying " + out.size() + " dead letters from [" + deadLetterTopic
-            + "] failed after some may have been sent (replaying again is safe: the key window drops repeats): " + e, e);
+            + "] failed after some may have been sent (replaying again is safe: each partition applies a dead letter's "
+            + "replay once): " + e, e);
       }
     }
     return new Result(scanned, matched, dryRun ? 0 : out.size(), duplicates);
@@ -180,7 +188,7 @@ public final class DeadLetterReplay {
     }
     ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(topic, Integer.parseInt(partition), r.key(), r.value());
     for (Header h : r.headers()) {
-      if (!h.key().startsWith("fencepost.")) {
+      if (!DeadLetterHeaders.ALL.contains(h.key()) && !h.key().equals(REPLAY_OF)) {
         out.headers().add(h);
       }
     }

@@ -23,6 +23,8 @@ import io.fencepost.OutboxRecord;
  * @param unparked record keys no longer parked: their failed record was replayed in this batch
  * @param outbox records to publish (by the outbox relay, after this write), in order
  * @param calls outcomes of external calls, journaled before the offset moves past their records
+ * @param replayed offsets of dead letters whose replay this batch applied (or dropped by key): they
+ *     cannot be replayed again
  */
 public record BatchEvent(
     String incarnation,
@@ -36,20 +38,23 @@ public record BatchEvent(
     List<DeadLetterEntry> deadLetters,
     List<String> unparked,
     List<OutboxRecord> outbox,
-    List<CallOutcome> calls) {
+    List<CallOutcome> calls,
+    long[] replayed) {
 
   /** A batch without dead letters. */
   public BatchEvent(String incarnation, long fromOffset, long nextOffset, long atMillis, List<Object> events,
       long[] keyDigests, int applied, int droppedByKey) {
     this(incarnation, fromOffset, nextOffset, atMillis, events, keyDigests, applied, droppedByKey, List.of(),
-        List.of(), List.of(), List.of());
+        List.of(), List.of(), List.of(), NONE);
   }
 
   /** An entry that only journals external calls' outcomes: the offset does not move. */
   public static BatchEvent callOutcomes(String incarnation, long offset, long atMillis, List<CallOutcome> calls) {
     return new BatchEvent(incarnation, offset, offset, atMillis, List.of(), new long[0], 0, 0, List.of(), List.of(),
-        List.of(), calls);
+        List.of(), calls, NONE);
   }
+
+  private static final long[] NONE = new long[0];
 
   public BatchEvent {
     events = List.copyOf(events);

@@ -13,7 +13,7 @@ import org.apache.pekko.actor.ExtendedActorSystem;
  * Binary serializer for Fencepost's journal event ({@link BatchEvent}) and snapshot
  * ({@link PartitionState}). The user's events and state inside them are serialized by whatever
  * serializer the application binds to their classes (e.g. {@code jackson-cbor}), so this format
- * never needs to know user types. Versioned by manifest ({@code B1}..{@code B5}, {@code S1}..{@code S5}):
+ * never needs to know user types. Versioned by manifest ({@code B1}..{@code B6}, {@code S1}..{@code S6}):
  * older versions are still read.
  */
 public final class FencepostSerializer extends BinarySerializer {
@@ -28,11 +28,14 @@ public final class FencepostSerializer extends BinarySerializer {
   // B5/S5: record keys (dead letters, parked and unparked keys) with an int length: a Kafka key may
   // exceed writeUTF's 64 KiB.
   private static final String BATCH_V5 = "B5";
+  // B6/S6: which dead letters may still be replayed (ReplayLedger).
+  private static final String BATCH_V6 = "B6";
   private static final String STATE_V1 = "S1";
   private static final String STATE_V2 = "S2";
   private static final String STATE_V3 = "S3";
   private static final String STATE_V4 = "S4";
   private static final String STATE_V5 = "S5";
+  private static final String STATE_V6 = "S6";
 
   public FencepostSerializer(ExtendedActorSystem system) {
     super(system, "Fencepost journal");
@@ -46,10 +49,10 @@ public final class FencepostSerializer extends BinarySerializer {
   @Override
   public String manifest(Object o) {
     if (o instanceof BatchEvent) {
-      return BATCH_V5;
+      return BATCH_V6;
     }
     if (o instanceof PartitionState) {
-      return STATE_V5;
+      return STATE_V6;
     }
     throw cannotSerialize(o);
   }
@@ -73,11 +76,13 @@ public final class FencepostSerializer extends BinarySerializer {
       case BATCH_V3 -> readBatch(in, 3);
       case BATCH_V4 -> readBatch(in, 4);
       case BATCH_V5 -> readBatch(in, 5);
+      case BATCH_V6 -> readBatch(in, 6);
       case STATE_V1 -> readState(in, 1);
       case STATE_V2 -> readState(in, 2);
       case STATE_V3 -> readState(in, 3);
       case STATE_V4 -> readState(in, 4);
       case STATE_V5 -> readState(in, 5);
+      case STATE_V6 -> readState(in, 6);
       default -> null;
     };
   }
@@ -107,6 +112,7 @@ public final class FencepostSerializer extends BinarySerializer {
       out.writeInt(dead.attempts());
       out.writeBoolean(dead.parked());
       out.writeBoolean(dead.parksKey());
+      out.writeLong(dead.replayOf());
     }
     out.writeInt(e.unparked().size());
     for (String key : e.unparked()) {
@@ -121,6 +127,26 @@ public final class FencepostSerializer extends BinarySerializer {
       out.write(r.value());
     }
     writeCalls(out, e.calls());
+    writeLongs(out, e.replayed());
+  }
+
+  private static void writeLongs(DataOutputStream out, long[] values) throws IOException {
+    out.writeInt(values.length);
+    for (long v : values) {
+      out.writeLong(v);
+    }
+  }
+
+  private static long[] readLongs(DataInputStream in) throws IOException {
+    long[] values = new long[in.readInt()];
+    for (int i = 0; i < values.length; i++) {
+      values[i] = in.readLong();
+    }
+    return values;
+  }
+
+  private static long[] toArray(java.util.Collection<Long> values) {
+    return values.stream().mapToLong(Long::longValue).toArray();
   }
 
   private static void writeCalls(DataOutputStream out, java.util.Collection<CallOutcome> calls) throws IOException {
@@ -186,7 +212,8 @@ public final class FencepostSerializer extends BinarySerializer {
         int attempts = in.readInt();
         boolean parked = version >= 3 && in.readBoolean();
         boolean parksKey = version >= 3 && in.readBoolean();
-        dead.add(new DeadLetterEntry(offset, key, errorClass, message, attempts, parked, parksKey));
+        long replayOf = version >= 6 ? in.readLong() : -1;
+        dead.add(new DeadLetterEntry(offset, key, errorClass, message, attempts, parked, parksKey, replayOf));
       }
     }
     if (version >= 3) {
@@ -209,8 +236,9 @@ public final class FencepostSerializer extends BinarySerializer {
       }
       calls = readCalls(in);
     }
+    long[] replayed = version >= 6 ? readLongs(in) : new long[0];
     return new BatchEvent(incarnation, from, next, at, events, d, applied, droppedByKey, dead, unparked, outbox,
-        calls);
+        calls, replayed);
   }
 
   private void writeState(DataOutputStream out, PartitionState<?> s) throws IOException {
@@ -228,6 +256,10 @@ public final class FencepostSerializer extends BinarySerializer {
       out.writeLong(e.getValue());
     }
     writeCalls(out, s.callOutcomes().values());
+    ReplayLedger replays = s.replays();
+    out.writeLong(replays.legacyBelow());
+    writeLongs(out, toArray(replays.replayableOffsets()));
+    writeLongs(out, toArray(replays.legacyReplayedOffsets()));
     KeyWindow w = s.window();
     if (w == null) {
       out.writeBoolean(false);
@@ -269,6 +301,10 @@ public final class FencepostSerializer extends BinarySerializer {
       }
     }
     List<CallOutcome> calls = version >= 4 ? readCalls(in) : List.of();
+    // A snapshot before S6 does not tell which dead letters below it may be replayed (see ReplayLedger).
+    long legacyBelow = version >= 6 ? in.readLong() : next;
+    long[] replayable = version >= 6 ? readLongs(in) : new long[0];
+    long[] legacyReplayed = version >= 6 ? readLongs(in) : new long[0];
     KeyWindow window = null;
     if (in.readBoolean()) {
       int maxKeys = in.readInt();
@@ -279,8 +315,11 @@ public final class FencepostSerializer extends BinarySerializer {
         window.appendUnchecked(in.readLong(), in.readLong(), in.readLong());
       }
     }
-    return new PartitionState<>(user, next, window, incarnation, applied, droppedByKey, batches, lastWrite,
-        deadLettered, parked, calls);
+    PartitionState<Object> state = new PartitionState<>(user, next, window, incarnation, applied, droppedByKey,
+        batches, lastWrite, deadLettered, parked, calls);
+    state.replays().restore(legacyBelow, java.util.Arrays.stream(replayable).boxed().toList(),
+        java.util.Arrays.stream(legacyReplayed).boxed().toList());
+    return state;
   }
 
   private void writeNested(DataOutputStream out, Object o) throws IOException {

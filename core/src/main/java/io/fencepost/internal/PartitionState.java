@@ -21,6 +21,7 @@ public final class PartitionState<S> {
   private final java.util.Map<String, Long> parkedKeys;
   // External calls' outcomes by idempotency key, until the offset moves past their records.
   private final java.util.Map<String, CallOutcome> callOutcomes;
+  private final ReplayLedger replays = new ReplayLedger();
   // Pekko keeps the emptyState() object and starts every recovery (after a restart too) from it, so
   // that object must never change: the first event applied to it goes to a fresh copy instead.
   private final boolean pristine;
@@ -86,6 +87,12 @@ public final class PartitionState<S> {
     droppedByKey += e.droppedByKey();
     batches++;
     deadLettered += e.deadLetters().size();
+    for (long offset : e.replayed()) {
+      replays.replayed(offset);
+    }
+    for (DeadLetterEntry d : e.deadLetters()) {
+      replays.deadLettered(d.offset(), d.replayOf());
+    }
     for (String key : e.unparked()) {
       parkedKeys.remove(key);
     }
@@ -153,9 +160,17 @@ public final class PartitionState<S> {
     return deadLettered;
   }
 
-  /** A copy whose window is independent of this one (for snapshots). */
+  /** Which dead letters may still be replayed. */
+  public ReplayLedger replays() {
+    return replays;
+  }
+
+  /** A copy whose window and replay ledger are independent of this one's (for snapshots). */
   public PartitionState<S> copyForSnapshot() {
-    return new PartitionState<>(user, nextOffset, window == null ? null : window.copy(), lastIncarnation,
-        appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys, callOutcomes.values());
+    PartitionState<S> copy = new PartitionState<>(user, nextOffset, window == null ? null : window.copy(),
+        lastIncarnation, appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys,
+        callOutcomes.values());
+    copy.replays.restore(replays.legacyBelow(), replays.replayableOffsets(), replays.legacyReplayedOffsets());
+    return copy;
   }
 }

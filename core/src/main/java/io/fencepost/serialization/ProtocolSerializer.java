@@ -40,7 +40,8 @@ public final class ProtocolSerializer extends BinarySerializer {
   /** Registered in core's reference.conf; never reuse or change. */
   public static final int IDENTIFIER = 741_101;
 
-  private static final String APPLY = "A3";
+  private static final String APPLY = "A4";
+  private static final String APPLY_V3 = "A3";     // before dead letters' replayOf; still read
   private static final String APPLY_V2 = "A2";     // before coveredFrom; still read (rolling upgrades)
   private static final String STATUS_QUERY = "Q1";
   private static final String STOP = "X1";
@@ -99,6 +100,7 @@ public final class ProtocolSerializer extends BinarySerializer {
         out.writeUTF(truncate(d.errorMessage()));
         out.writeInt(d.attempts());
         out.writeBoolean(d.parked());
+        out.writeLong(d.replayOf().orElse(-1));
       }
     } else if (o instanceof PartitionCommand.GetStatus g) {
       writeRef(out, g.replyTo());
@@ -162,9 +164,10 @@ public final class ProtocolSerializer extends BinarySerializer {
   protected Object read(DataInputStream in, String manifest) throws IOException {
     switch (manifest) {
       case APPLY:
+      case APPLY_V3:
       case APPLY_V2: {
         ActorRef<BatchOutcome> replyTo = readRef(in);
-        long coveredFrom = manifest.equals(APPLY) ? in.readLong() : -1;
+        long coveredFrom = manifest.equals(APPLY_V2) ? -1 : in.readLong();
         int n = in.readInt();
         List<Inbound<?>> records = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -177,8 +180,13 @@ public final class ProtocolSerializer extends BinarySerializer {
           long offset = in.readLong();
           boolean hasKey = in.readBoolean();
           String key = in.readUTF();
-          dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), in.readUTF(),
-              in.readUTF(), in.readInt(), in.readBoolean()));
+          String errorClass = in.readUTF();
+          String message = in.readUTF();
+          int attempts = in.readInt();
+          boolean parked = in.readBoolean();
+          long replayOf = manifest.equals(APPLY) ? in.readLong() : -1;
+          dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), errorClass, message,
+              attempts, parked, replayOf >= 0 ? java.util.OptionalLong.of(replayOf) : java.util.OptionalLong.empty()));
         }
         // A sender of the previous format vouched for its batch from the first offset.
         return new PartitionCommand.ApplyBatch(records, dead,

@@ -41,7 +41,7 @@ class FencepostSerializerTest {
         new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true)),
         List.of("k7"), List.of(new io.fencepost.OutboxRecord("out", java.util.Optional.of("m1"), new byte[] {1, 2}),
             new io.fencepost.OutboxRecord("out", java.util.Optional.empty(), new byte[0])),
-        List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")));
+        List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")), new long[0]);
   }
 
   private static Object fixture(String name, String manifest) throws java.io.IOException {
@@ -62,11 +62,38 @@ class FencepostSerializerTest {
   }
 
   @Test
+  void replaysAndTheDeadLetterAReplayReplacesRoundTrip() {
+    BatchEvent e = new BatchEvent("inc", 0, 9, 1L, List.of(), new long[0], 1, 0,
+        List.of(new DeadLetterEntry(8, "k", "java.lang.X", "again", 1, false, false, 3)), List.of(), List.of(),
+        List.of(), new long[] {5, 6});
+    BatchEvent back = (BatchEvent) roundTrip(e);
+    assertEquals(3, back.deadLetters().get(0).replayOf());
+    assertArrayEquals(new long[] {5, 6}, back.replayed());
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void theReplayLedgerRoundTripsAndAStateBeforeItAcceptsEachReplayBelowItOnce() throws Exception {
+    PartitionState<Credited> state = sampleState();
+    state.replays().restore(40, List.of(50L, 61L), List.of(7L));
+    PartitionState<Credited> back = (PartitionState<Credited>) roundTrip(state);
+    assertEquals(List.of(50L, 61L), List.copyOf(back.replays().replayableOffsets()));
+    assertEquals(List.of(7L), List.copyOf(back.replays().legacyReplayedOffsets()));
+    assertEquals(40, back.replays().legacyBelow());
+    assertTrue(back.replays().replayable(61) && back.replays().replayable(39));
+    assertTrue(!back.replays().replayable(7) && !back.replays().replayable(55) && !back.replays().replayable(40));
+
+    PartitionState<Credited> old = (PartitionState<Credited>) fixture("state-S4.bin", "S4");
+    assertEquals(77, old.replays().legacyBelow(), "an S4 snapshot does not tell which of its offsets were dead letters");
+    assertTrue(old.replays().replayable(76) && !old.replays().replayable(77));
+  }
+
+  @Test
   void recordKeysLongerThan64KiBRoundTripInDeadLettersAndParkedKeys() {
     String longKey = "k".repeat(70_000) + "\u00e9";
     BatchEvent e = new BatchEvent("inc", 0, 2, 1L, List.of(), new long[0], 0, 0,
         List.of(new DeadLetterEntry(1, longKey, "java.lang.X", "boom", 1, false, true)), List.of(longKey), List.of(),
-        List.of());
+        List.of(), new long[0]);
     BatchEvent back = (BatchEvent) roundTrip(e);
     assertEquals(longKey, back.deadLetters().get(0).key());
     assertEquals(List.of(longKey), back.unparked());

@@ -3,6 +3,7 @@ package io.fencepost.kafka.internal;
 import java.nio.charset.StandardCharsets;
 
 import io.fencepost.PartitionId;
+import io.fencepost.internal.ReplayIds;
 import org.apache.kafka.common.header.Headers;
 
 /** The headers a dead-letter record carries, next to the original record's own headers. */
@@ -20,6 +21,10 @@ public final class DeadLetterHeaders {
   /** {@code true} when the record was parked behind an earlier failed record of its key. */
   public static final String PARKED = "fencepost.parked";
 
+  /** Every header this class adds: a replay drops them and keeps the record's own (business keys too). */
+  public static final java.util.Set<String> ALL = java.util.Set.of(TOPIC, PARTITION, OFFSET, TIMESTAMP, ERROR_CLASS,
+      ERROR_MESSAGE, ATTEMPTS, ID, PARKED);
+
   private DeadLetterHeaders() {
   }
 
@@ -33,7 +38,7 @@ public final class DeadLetterHeaders {
     String message = errorMessage == null ? "" : errorMessage;
     put(headers, ERROR_MESSAGE, message.length() > 2000 ? message.substring(0, 2000) + "..." : message);
     put(headers, ATTEMPTS, Integer.toString(attempts));
-    put(headers, ID, id.group() + "-" + topic + "-" + partition + "-" + offset);
+    put(headers, ID, ReplayIds.id(new PartitionId(id.group(), topic, partition), offset));
     put(headers, PARKED, Boolean.toString(parked));
   }
 

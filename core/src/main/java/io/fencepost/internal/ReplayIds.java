@@ -1,0 +1,44 @@
+package io.fencepost.internal;
+
+import java.util.OptionalLong;
+
+import io.fencepost.PartitionId;
+
+/**
+ * The {@code fencepost.replay-of} header a replayed dead letter carries: the dead letter's id,
+ * {@code group-topic-partition-offset} of the record that was dead-lettered.
+ */
+public final class ReplayIds {
+
+  /** The header's name. */
+  public static final String HEADER = "fencepost.replay-of";
+
+  private ReplayIds() {
+  }
+
+  /** The id of the dead letter of {@code partition} at {@code offset}. */
+  public static String id(PartitionId partition, long offset) {
+    return prefix(partition) + offset;
+  }
+
+  /**
+   * The offset of the dead letter {@code id} names when it is one of {@code partition}'s (same
+   * group, topic and partition); empty for another partition's id or one that is not an id.
+   */
+  public static OptionalLong offsetIn(PartitionId partition, String id) {
+    String prefix = prefix(partition);
+    if (id == null || !id.startsWith(prefix)) {
+      return OptionalLong.empty();
+    }
+    try {
+      long offset = Long.parseLong(id.substring(prefix.length()));
+      return offset >= 0 ? OptionalLong.of(offset) : OptionalLong.empty();
+    } catch (NumberFormatException e) {
+      return OptionalLong.empty();
+    }
+  }
+
+  private static String prefix(PartitionId partition) {
+    return partition.group() + "-" + partition.topic() + "-" + partition.partition() + "-";
+  }
+}

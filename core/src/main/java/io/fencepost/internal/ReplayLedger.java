@@ -1,0 +1,74 @@
+package io.fencepost.internal;
+
+import java.util.NavigableSet;
+import java.util.TreeSet;
+
+/**
+ * Which dead letters of a partition may still be replayed: those its journal records as
+ * dead-lettered and not since replayed. A replay (a record with {@code fencepost.replay-of}) of
+ * any other offset is dropped, so replaying a dead letter twice, replaying one that another owner
+ * applied after all, or running a replay tool twice applies nothing twice.
+ *
+ * <p>A replayed record that fails again is dead-lettered at its new offset, which takes the old
+ * dead letter's place. Part of {@link PartitionState}, rebuilt from the journal like the rest of it.
+ *
+ * <p>Snapshots written before this ledger existed do not tell which dead letters lie below them:
+ * replays of offsets below {@link #legacyBelow()} are then accepted once each, as a dead letter.
+ */
+public final class ReplayLedger {
+
+  private final TreeSet<Long> replayable = new TreeSet<>();
+  private final TreeSet<Long> legacyReplayed = new TreeSet<>();
+  private long legacyBelow = -1;
+
+  /** True when a replay of the dead letter at {@code offset} may be applied now. */
+  public boolean replayable(long offset) {
+    return replayable.contains(offset) || (offset < legacyBelow && !legacyReplayed.contains(offset));
+  }
+
+  /** A dead letter was journaled at {@code offset}; {@code replayOf} the one its record replayed, or -1. */
+  void deadLettered(long offset, long replayOf) {
+    if (replayOf < 0 || consume(replayOf)) {
+      replayable.add(offset);
+    }
+    // else: a replay of a dead letter replayed before failed again; the earlier replay's effects stand
+  }
+
+  /** The replay of the dead letter at {@code offset} was applied (or dropped by its key). */
+  void replayed(long offset) {
+    consume(offset);
+  }
+
+  private boolean consume(long offset) {
+    if (replayable.remove(offset)) {
+      return true;
+    }
+    if (offset < legacyBelow && !legacyReplayed.contains(offset)) {
+      legacyReplayed.add(offset);
+      return true;
+    }
+    return false;
+  }
+
+  /** Dead letters that may still be replayed, ascending (snapshots). */
+  public NavigableSet<Long> replayableOffsets() {
+    return java.util.Collections.unmodifiableNavigableSet(replayable);
+  }
+
+  /** Offsets below {@link #legacyBelow()} replayed already (snapshots). */
+  public NavigableSet<Long> legacyReplayedOffsets() {
+    return java.util.Collections.unmodifiableNavigableSet(legacyReplayed);
+  }
+
+  /** Replays of offsets below this one, not known as dead letters, are accepted once each; -1: none. */
+  public long legacyBelow() {
+    return legacyBelow;
+  }
+
+  /** Restores a snapshot's ledger. */
+  public void restore(long legacyBelow, Iterable<Long> replayable, Iterable<Long> legacyReplayed) {
+    this.legacyBelow = legacyBelow;
+    replayable.forEach(this.replayable::add);
+    legacyReplayed.forEach(this.legacyReplayed::add);
+  }
+}

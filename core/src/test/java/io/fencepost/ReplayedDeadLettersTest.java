@@ -1,0 +1,171 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.internal.ReplayIds;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Replayed dead letters ({@code fencepost.replay-of}) are applied only when the partition's journal
+ * holds the dead letter and no replay of it was applied yet. The actor has no business key, so the
+ * key window cannot hide a second application.
+ */
+class ReplayedDeadLettersTest {
+
+  private static final ActorTestKit kit = ActorTestKit.create("replayed-dead-letters-test",
+      PersistenceTestKitPlugin.getInstance().config()
+          .withFallback(PersistenceTestKitSnapshotPlugin.config())
+          .withFallback(ConfigFactory.load()));
+  private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
+
+  /** Journals the offset of every record it handles; no business key. */
+  static final class Keyless extends PartitionActor<String, List<Long>, Long> {
+    Keyless(PartitionContext context) {
+      super(context);
+    }
+
+    @Override
+    protected List<Long> emptyState() {
+      return List.of();
+    }
+
+    @Override
+    protected Effects<Long> onRecord(List<Long> handled, Inbound<String> in) {
+      return Effects.persist(in.offset());
+    }
+
+    @Override
+    protected List<Long> applyEvent(List<Long> handled, Long offset) {
+      List<Long> next = new ArrayList<>(handled);
+      next.add(offset);
+      return next;
+    }
+  }
+
+  private PartitionId partition;
+
+  @BeforeEach
+  void fresh() {
+    journal.clearAll();
+    partition = new PartitionId("g" + System.nanoTime(), "t", 0);
+  }
+
+  @AfterAll
+  static void stop() {
+    kit.shutdownTestKit();
+  }
+
+  private ActorRef<PartitionCommand> spawn() {
+    return kit.spawn(PartitionActor.behavior(partition, PartitionActorSettings.create(kit.system()), Keyless::new));
+  }
+
+  private Inbound<String> record(long offset) {
+    return Inbound.of(partition, offset, "v" + offset);
+  }
+
+  /** A record at {@code offset} carrying the replay header of the dead letter {@code id}. */
+  private Inbound<String> replay(long offset, String id) {
+    return new Inbound<>(partition, offset, Optional.empty(), "replay", Map.of(ReplayIds.HEADER,
+        id.getBytes(StandardCharsets.UTF_8)), Instant.now());
+  }
+
+  private DeadLetter deadLetter(long offset, OptionalLong replayOf) {
+    return new DeadLetter(partition, offset, Optional.empty(), "java.lang.IllegalStateException", "boom", 1, false,
+        replayOf);
+  }
+
+  private BatchOutcome.Applied apply(ActorRef<PartitionCommand> actor, List<Inbound<?>> records, DeadLetter... dead) {
+    TestProbe<BatchOutcome> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.ApplyBatch(records, List.of(dead), 0, probe.ref()));
+    return assertInstanceOf(BatchOutcome.Applied.class, probe.expectMessageClass(BatchOutcome.class,
+        Duration.ofSeconds(10)));
+  }
+
+  private PartitionStatus status(ActorRef<PartitionCommand> actor) {
+    TestProbe<PartitionStatus> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
+    return probe.expectMessageClass(PartitionStatus.class, Duration.ofSeconds(10));
+  }
+
+  private ActorRef<PartitionCommand> restart(ActorRef<PartitionCommand> actor) {
+    kit.stop(actor, Duration.ofSeconds(10));
+    return spawn();
+  }
+
+  @Test
+  void aDeadLetterIsAppliedOnceHoweverOftenItIsReplayedAcrossRestarts() {
+    ActorRef<PartitionCommand> actor = spawn();
+    apply(actor, List.of(record(0), record(2)), deadLetter(1, OptionalLong.empty()));
+    String id = ReplayIds.id(partition, 1);
+
+    BatchOutcome.Applied first = apply(actor, List.of(replay(3, id)));
+    assertEquals(1, first.applied(), "the first replay of the dead letter at 1 is applied");
+    BatchOutcome.Applied second = apply(actor, List.of(replay(4, id)));
+    assertEquals(0, second.applied(), "a second replay run is dropped");
+    assertEquals(1, second.droppedRedelivery());
+
+    actor = restart(actor);
+    BatchOutcome.Applied third = apply(actor, List.of(replay(5, id), replay(6, id)));
+    assertEquals(0, third.applied(), "after recovery too");
+    PartitionStatus s = status(actor);
+    assertEquals(3, s.appliedRecords(), "offsets 0, 2 and the one replay of 1");
+    assertEquals(OptionalLong.of(7), s.nextOffset());
+  }
+
+  @Test
+  void aReplayOfARecordTheJournalNeverDeadLetteredIsDropped() {
+    ActorRef<PartitionCommand> actor = spawn();
+    // Offset 1 was dead-lettered by an owner that lost the partition before journaling it; the next owner
+    // applied it. Its dead letter is in the topic all the same.
+    apply(actor, List.of(record(0), record(1), record(2)));
+    PartitionId otherGroup = new PartitionId(partition.group() + "-other", partition.topic(), partition.partition());
+    BatchOutcome.Applied outcome = apply(actor, List.of(replay(3, ReplayIds.id(partition, 1)),
+        replay(4, ReplayIds.id(otherGroup, 2)), replay(5, "not-an-id"), record(6)));
+    assertEquals(1, outcome.applied(), "only the plain record at 6");
+    assertEquals(3, outcome.droppedRedelivery());
+    assertEquals(4, status(actor).appliedRecords());
+  }
+
+  @Test
+  void aReplayThatFailsAgainReplacesItsDeadLetter() {
+    ActorRef<PartitionCommand> actor = spawn();
+    apply(actor, List.of(record(0)), deadLetter(1, OptionalLong.empty()));
+    // The replay of 1 (at 2) fails again: its dead letter at 2 takes 1's place.
+    apply(actor, List.of(), deadLetter(2, OptionalLong.of(1)));
+    actor = restart(actor);
+    BatchOutcome.Applied outcome = apply(actor, List.of(replay(3, ReplayIds.id(partition, 1)),
+        replay(4, ReplayIds.id(partition, 2))));
+    assertEquals(1, outcome.applied(), "the record is applied once, from its newest dead letter");
+    assertEquals(1, outcome.droppedRedelivery(), "the replaced dead letter at 1 is not replayable any more");
+    assertEquals(2, status(actor).appliedRecords());
+  }
+
+  @Test
+  void aReplayedRecordKeepsTheOriginalRecordsIdentityForExternalCalls() {
+    Inbound<String> replayed = replay(40, ReplayIds.id(partition, 7));
+    assertEquals(OptionalLong.of(7), replayed.replayOf());
+    assertEquals(record(7).positionKey(), replayed.originKey());
+    assertEquals(record(40).positionKey(), record(40).originKey());
+    PartitionId other = new PartitionId(partition.group(), partition.topic(), 1);
+    assertEquals(OptionalLong.empty(), replay(40, ReplayIds.id(other, 7)).replayOf(), "another partition's");
+  }
+}
