@@ -37,6 +37,9 @@ class ReplayedDeadLettersTest {
           .withFallback(ConfigFactory.load()));
   private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
 
+  /** Idempotency keys the external calls of records valued "call" were made with. */
+  private static final List<String> CALL_KEYS = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** Journals the offset of every record it handles; no business key. */
   static final class Keyless extends PartitionActor<String, List<Long>, Long> {
     Keyless(PartitionContext context) {
@@ -50,6 +53,12 @@ class ReplayedDeadLettersTest {
 
     @Override
     protected Effects<Long> onRecord(List<Long> handled, Inbound<String> in) {
+      if (in.value().equals("call")) {
+        return Effects.call(key -> {
+          CALL_KEYS.add(key);
+          return "ok";
+        }, outcome -> Effects.persist(in.offset()));
+      }
       return Effects.persist(in.offset());
     }
 
@@ -66,6 +75,7 @@ class ReplayedDeadLettersTest {
   @BeforeEach
   void fresh() {
     journal.clearAll();
+    CALL_KEYS.clear();
     partition = new PartitionId("g" + System.nanoTime(), "t", 0);
   }
 
@@ -84,7 +94,11 @@ class ReplayedDeadLettersTest {
 
   /** A record at {@code offset} carrying the replay header of the dead letter {@code id}. */
   private Inbound<String> replay(long offset, String id) {
-    return new Inbound<>(partition, offset, Optional.empty(), "replay", Map.of(ReplayIds.HEADER,
+    return replay(offset, id, "replay");
+  }
+
+  private Inbound<String> replay(long offset, String id, String value) {
+    return new Inbound<>(partition, offset, Optional.empty(), value, Map.of(ReplayIds.HEADER,
         id.getBytes(StandardCharsets.UTF_8)), Instant.now());
   }
 
@@ -160,7 +174,15 @@ class ReplayedDeadLettersTest {
   }
 
   @Test
-  void aReplayedRecordKeepsTheOriginalRecordsIdentityForExternalCalls() {
+  void theExternalCallOfAReplayedRecordUsesTheOriginalRecordsIdempotencyKey() {
+    ActorRef<PartitionCommand> actor = spawn();
+    apply(actor, List.of(record(0)), deadLetter(1, OptionalLong.empty()));
+    assertEquals(1, apply(actor, List.of(replay(2, ReplayIds.id(partition, 1), "call"))).applied());
+    assertEquals(List.of(record(1).positionKey()), CALL_KEYS, "the key of offset 1, where the record was first");
+  }
+
+  @Test
+  void aReplayedRecordKeepsTheOriginalRecordsIdentity() {
     Inbound<String> replayed = replay(40, ReplayIds.id(partition, 7));
     assertEquals(OptionalLong.of(7), replayed.replayOf());
     assertEquals(record(7).positionKey(), replayed.originKey());
