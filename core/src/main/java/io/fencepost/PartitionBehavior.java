@@ -160,7 +160,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         }
         return new PartitionState<>(stored.user(), stored.nextOffset(), window, stored.lastIncarnation(),
             stored.appliedRecords(), stored.droppedByKey(), stored.batches(), stored.lastWriteMillis(),
-            stored.deadLettered(), stored.parkedKeys(), stored.callOutcomes().values());
+            stored.deadLettered(), stored.parkedKeys(), stored.callOutcomes().values()).replaysFrom(stored);
       }
     };
   }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -40,19 +39,19 @@ class ReplayedDeadLettersTest {
   /** Idempotency keys the external calls of records valued "call" were made with. */
   private static final List<String> CALL_KEYS = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-  /** Journals the offset of every record it handles; no business key. */
-  static final class Keyless extends PartitionActor<String, List<Long>, Long> {
+  /** Journals the offset of every record it handles and counts them; no business key. */
+  static final class Keyless extends PartitionActor<String, Long, Long> {
     Keyless(PartitionContext context) {
       super(context);
     }
 
     @Override
-    protected List<Long> emptyState() {
-      return List.of();
+    protected Long emptyState() {
+      return 0L;
     }
 
     @Override
-    protected Effects<Long> onRecord(List<Long> handled, Inbound<String> in) {
+    protected Effects<Long> onRecord(Long handled, Inbound<String> in) {
       if (in.value().equals("call")) {
         return Effects.call(key -> {
           CALL_KEYS.add(key);
@@ -63,10 +62,8 @@ class ReplayedDeadLettersTest {
     }
 
     @Override
-    protected List<Long> applyEvent(List<Long> handled, Long offset) {
-      List<Long> next = new ArrayList<>(handled);
-      next.add(offset);
-      return next;
+    protected Long applyEvent(Long handled, Long offset) {
+      return handled + 1;
     }
   }
 
@@ -85,7 +82,11 @@ class ReplayedDeadLettersTest {
   }
 
   private ActorRef<PartitionCommand> spawn() {
-    return kit.spawn(PartitionActor.behavior(partition, PartitionActorSettings.create(kit.system()), Keyless::new));
+    return spawn(PartitionActorSettings.create(kit.system()));
+  }
+
+  private ActorRef<PartitionCommand> spawn(PartitionActorSettings settings) {
+    return kit.spawn(PartitionActor.behavior(partition, settings, Keyless::new));
   }
 
   private Inbound<String> record(long offset) {
@@ -143,6 +144,31 @@ class ReplayedDeadLettersTest {
     PartitionStatus s = status(actor);
     assertEquals(3, s.appliedRecords(), "offsets 0, 2 and the one replay of 1");
     assertEquals(OptionalLong.of(7), s.nextOffset());
+  }
+
+  @Test
+  void aSnapshotKeepsWhichDeadLettersAreReplayable() {
+    PartitionActorSettings everyTwo = PartitionActorSettings.create(kit.system()).withSnapshotEvery(2);
+    ActorRef<PartitionCommand> actor = spawn(everyTwo);
+    apply(actor, List.of(record(0), record(2)), deadLetter(1, OptionalLong.empty()), deadLetter(3, OptionalLong.empty()));
+    apply(actor, List.of(replay(4, ReplayIds.id(partition, 1))));   // the second write: a snapshot at it
+    kit.stop(actor, Duration.ofSeconds(10));
+    awaitSnapshot();
+    actor = spawn(everyTwo);
+    BatchOutcome.Applied outcome = apply(actor, List.of(replay(5, ReplayIds.id(partition, 1)),
+        replay(6, ReplayIds.id(partition, 3))));
+    assertEquals(1, outcome.applied(), "3 is still replayable after recovery from the snapshot, 1 is not");
+    assertEquals(1, outcome.droppedRedelivery());
+  }
+
+  private void awaitSnapshot() {
+    org.apache.pekko.persistence.testkit.javadsl.SnapshotTestKit snapshots =
+        org.apache.pekko.persistence.testkit.javadsl.SnapshotTestKit.create(kit.system());
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (snapshots.persistedInStorage(partition.persistenceId()).isEmpty() && System.nanoTime() < deadline) {
+      Thread.onSpinWait();
+    }
+    assertEquals(1, snapshots.persistedInStorage(partition.persistenceId()).size(), "a snapshot was stored");
   }
 
   @Test

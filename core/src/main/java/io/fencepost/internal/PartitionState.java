@@ -170,7 +170,14 @@ public final class PartitionState<S> {
     PartitionState<S> copy = new PartitionState<>(user, nextOffset, window == null ? null : window.copy(),
         lastIncarnation, appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys,
         callOutcomes.values());
-    copy.replays.restore(replays.legacyBelow(), replays.replayableOffsets(), replays.legacyReplayedOffsets());
+    copy.replaysFrom(this);
     return copy;
+  }
+
+  /** Takes {@code other}'s replay ledger (a state rebuilt from a snapshot's). Before any event only. */
+  public PartitionState<S> replaysFrom(PartitionState<?> other) {
+    ReplayLedger from = other.replays;
+    replays.restore(from.legacyBelow(), from.replayableOffsets(), from.legacyReplayedOffsets());
+    return this;
   }
 }
