@@ -68,6 +68,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   // Set when this partition cannot go on without an operator (see PartitionHaltedException): every
   // batch is refused with it and nothing is written until the actor stops.
   private PartitionHaltedException halted;
+  // Recoveries in a row that met a journal entry not following the state before it (see onJournalGap).
+  private int recoveryGaps;
+  private static final int RECOVERY_GAPS_BEFORE_HALT = 3;
 
   // The batch whose write is in flight (or failed and awaits the recovery verdict).
   private BatchEvent pendingEvent;
@@ -272,6 +275,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       }
     }
     clock.recovered(state.lastWriteMillis());
+    recoveryGaps = 0;
     // A call of the incarnation before the restart is abandoned: its batch is resent and asks again.
     callInFlight = null;
     failedCalls.clear();
@@ -380,6 +384,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       user = pendingUserState;
     } else if (halted != null) {
       return state;   // nothing after the entry that could not be applied is applied
+    } else if (event.fromOffset() != state.nextOffset()) {
+      return onJournalGap(state, event);
     } else {
       user = state.user();
       try {
@@ -395,6 +401,29 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       }
     }
     return state.apply(event, user);
+  }
+
+  /**
+   * Every journal entry starts at the offset the state before it ends at. One that does not means
+   * recovery did not read the entries between: compaction emptied them while this incarnation
+   * recovered from an older snapshot than the one that now covers them. The recovery fails and runs
+   * again (with backoff) from the newest snapshot. Met again and again, entries are missing from the
+   * journal itself: the partition halts rather than come up with a state that lacks them.
+   */
+  private PartitionState<S> onJournalGap(PartitionState<S> state, BatchEvent event) {
+    String what = "the journal entry of " + offsets(event) + " follows a state whose next offset is "
+        + (state.nextOffset() == PartitionState.NO_OFFSET ? "none" : Long.toString(state.nextOffset()))
+        + ": recovery did not read the entries between them";
+    if (++recoveryGaps <= RECOVERY_GAPS_BEFORE_HALT) {
+      ctx.getLog().warn("[{}] {} (compacted while this incarnation recovered from an older snapshot); recovering "
+          + "again from the newest snapshot ({} of {})", partition.shortName(), what, recoveryGaps,
+          RECOVERY_GAPS_BEFORE_HALT);
+      throw new IllegalStateException("[" + partition.entityId() + "] " + what);
+    }
+    halt("journal-gap", what + ", in " + recoveryGaps + " recoveries in a row: entries are missing from the journal "
+        + "(deleted outside Fencepost?), so the partition's state cannot be rebuilt; nothing more is applied to it. "
+        + "Restore the journal's missing rows from a backup, then restart the node", null);
+    return state;
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> onApplyBatch(PartitionState<S> state,
