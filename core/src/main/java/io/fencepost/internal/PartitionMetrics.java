@@ -63,7 +63,7 @@ public final class PartitionMetrics {
 
   /**
    * A partition halted ({@code PartitionHaltedException}); {@code cause} is one of
-   * {@code event-handler}, {@code journal-rejected}, {@code offset-above-log-end}.
+   * {@code event-handler}, {@code journal-rejected}, {@code journal-gap}, {@code offset-above-log-end}.
    */
   public static void halted(String group, String topic, int partition, String cause) {
     Metrics.globalRegistry.counter("fencepost.partition.halts", "group", group, "topic", topic, "partition",
