@@ -78,12 +78,9 @@ final class BatchSelector<V> {
       previous = raw.offset();
     }
     Collection<?> ordered = records;
-    java.util.Map<Long, Inbound<?>> recordAt = java.util.Map.of();
     if (!ascending) {
       java.util.TreeMap<Long, Object> byOffset = new java.util.TreeMap<>();
-      recordAt = new java.util.HashMap<>();
       for (Inbound<?> raw : records) {
-        recordAt.put(raw.offset(), raw);
         byOffset.put(raw.offset(), raw);
       }
       for (DeadLetter d : deadLetters) {
@@ -115,8 +112,7 @@ final class BatchSelector<V> {
         boolean parksKey = settings.perKeyOrdering() && !d.parked() && d.key().isPresent();
         if (parksKey) {
           String k = d.key().get();
-          Inbound<?> original = recordAt.get(d.offset());
-          if (parked.containsKey(k) && original != null && replayOf(original) == parked.get(k)) {
+          if (parked.containsKey(k) && d.replayOf().isPresent() && d.replayOf().getAsLong() == parked.get(k)) {
             // The replay of the record that parked K failed again: K stays parked, now behind this
             // new dead letter (the one a later replay will carry).
             sel.unparked.add(k);

@@ -200,6 +200,22 @@ class ReplayedDeadLettersTest {
   }
 
   @Test
+  void withPerKeyOrderingAReplayThatFailsAgainParksItsKeyBehindTheNewDeadLetter() {
+    ActorRef<PartitionCommand> actor = spawn(PartitionActorSettings.create(kit.system()).withPerKeyOrdering(true));
+    Optional<String> k = Optional.of("K");
+    apply(actor, List.of(Inbound.of(partition, 0, "v0")),
+        new DeadLetter(partition, 1, k, "java.lang.IllegalStateException", "boom", 1));
+    // The replay of 1 (at 2) fails again; as the pipeline sends it: its dead letter without the record.
+    apply(actor, List.of(), new DeadLetter(partition, 2, k, "java.lang.IllegalStateException", "again", 1, false,
+        OptionalLong.of(1)));
+    Inbound<String> replayOf2 = new Inbound<>(partition, 3, k, "replay", Map.of(ReplayIds.HEADER,
+        ReplayIds.id(partition, 2).getBytes(StandardCharsets.UTF_8)), Instant.now());
+    assertEquals(1, apply(actor, List.of(replayOf2)).applied(), "the replay of the newest dead letter frees K");
+    assertEquals(1, apply(actor, List.of(new Inbound<>(partition, 4, k, "v4", Map.of(), Instant.now()))).applied(),
+        "a later record of K is applied, not parked");
+  }
+
+  @Test
   void theExternalCallOfAReplayedRecordUsesTheOriginalRecordsIdempotencyKey() {
     ActorRef<PartitionCommand> actor = spawn();
     apply(actor, List.of(record(0)), deadLetter(1, OptionalLong.empty()));
