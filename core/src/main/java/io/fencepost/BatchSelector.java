@@ -128,10 +128,12 @@ final class BatchSelector<V> {
       }
       Inbound<V> record = (Inbound<V>) item;
       long replayOf = -1;
-      if (record.headers().containsKey(ReplayIds.HEADER)) {
+      OptionalLong of = record.replayOf();
+      if (of.isPresent() || record.header(ReplayIds.HEADER).filter(id -> ReplayIds.namesTopicPartition(partition, id))
+          .isPresent()) {
         // Only a dead letter the journal holds, and only once: not one replayed before, nor one another
-        // owner applied after all, nor another partition's or consumer group's.
-        OptionalLong of = record.replayOf();
+        // owner applied after all, nor another consumer group's (that group applied the record). A
+        // header naming another topic or partition (copied along by a mirror) makes no replay.
         if (of.isEmpty() || !state.replays().replayable(of.getAsLong()) || !batchReplays.add(of.getAsLong())) {
           sel.droppedRedelivery++;
           sel.droppedReplays.add(record.offset());

@@ -59,10 +59,16 @@ public record Inbound<V>(PartitionId partition, long offset, Optional<String> ke
   }
 
   /**
-   * The identity of the record as first written: {@link #positionKey()} of the dead letter this
-   * record replays, else its own. Identical on every redelivery and every replay of the record.
+   * The identity of the record as first written: for a replayed dead letter, {@link #positionKey()}
+   * of the record's first copy (header {@code fencepost.origin-id}, kept however often a replay
+   * failed and was replayed again), else its own. Identical on every redelivery and every replay.
    */
   public String originKey() {
+    Optional<String> origin = header(ReplayIds.ORIGIN_HEADER)
+        .filter(id -> ReplayIds.offsetIn(partition, id).isPresent());
+    if (origin.isPresent()) {
+      return origin.get();
+    }
     OptionalLong original = replayOf();
     return original.isPresent() ? ReplayIds.id(partition, original.getAsLong()) : positionKey();
   }

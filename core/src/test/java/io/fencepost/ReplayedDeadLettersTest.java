@@ -178,11 +178,16 @@ class ReplayedDeadLettersTest {
     // applied it. Its dead letter is in the topic all the same.
     apply(actor, List.of(record(0), record(1), record(2)));
     PartitionId otherGroup = new PartitionId(partition.group() + "-other", partition.topic(), partition.partition());
+    PartitionId otherPartition = new PartitionId(partition.group(), partition.topic(), 9);
     BatchOutcome.Applied outcome = apply(actor, List.of(replay(3, ReplayIds.id(partition, 1)),
-        replay(4, ReplayIds.id(otherGroup, 2)), replay(5, "not-an-id"), record(6)));
-    assertEquals(1, outcome.applied(), "only the plain record at 6");
-    assertEquals(3, outcome.droppedRedelivery());
-    assertEquals(4, status(actor).appliedRecords());
+        replay(4, ReplayIds.id(otherGroup, 2)), replay(5, ReplayIds.id(otherPartition, 2)), replay(6, "not-an-id"),
+        record(7)));
+    assertEquals(3, outcome.applied(), "a header naming no dead letter of this topic-partition makes no replay: 5, 6, 7");
+    assertEquals(2, outcome.droppedRedelivery(), "this group's applied record and another group's dead letter");
+    // Another group's replay this group could not decode: dead-lettered, but never replayable here.
+    apply(actor, List.of(), deadLetter(8, OptionalLong.of(ReplayIds.NOT_REPLAYABLE)));
+    assertEquals(0, apply(actor, List.of(replay(9, ReplayIds.id(partition, 8)))).applied());
+    assertEquals(6, status(actor).appliedRecords());
   }
 
   @Test
@@ -219,7 +224,12 @@ class ReplayedDeadLettersTest {
   void theExternalCallOfAReplayedRecordUsesTheOriginalRecordsIdempotencyKey() {
     ActorRef<PartitionCommand> actor = spawn();
     apply(actor, List.of(record(0)), deadLetter(1, OptionalLong.empty()));
-    assertEquals(1, apply(actor, List.of(replay(2, ReplayIds.id(partition, 1), "call"))).applied());
+    // The first replay (at 2) fails again; the second is a replay of 2 that carries the origin 1.
+    apply(actor, List.of(), deadLetter(2, OptionalLong.of(1)));
+    Inbound<String> second = new Inbound<>(partition, 3, Optional.empty(), "call", Map.of(
+        ReplayIds.HEADER, ReplayIds.id(partition, 2).getBytes(StandardCharsets.UTF_8),
+        ReplayIds.ORIGIN_HEADER, ReplayIds.id(partition, 1).getBytes(StandardCharsets.UTF_8)), Instant.now());
+    assertEquals(1, apply(actor, List.of(second)).applied());
     assertEquals(List.of(record(1).positionKey()), CALL_KEYS, "the key of offset 1, where the record was first");
   }
 
@@ -231,5 +241,10 @@ class ReplayedDeadLettersTest {
     assertEquals(record(40).positionKey(), record(40).originKey());
     PartitionId other = new PartitionId(partition.group(), partition.topic(), 1);
     assertEquals(OptionalLong.empty(), replay(40, ReplayIds.id(other, 7)).replayOf(), "another partition's");
+    PartitionId dashed = new PartitionId("my-group", "pay-ments-1", 0);
+    assertEquals(true, ReplayIds.namesTopicPartition(dashed, "other-group-pay-ments-1-0-17"));
+    assertEquals(false, ReplayIds.namesTopicPartition(dashed, "other-group-pay-ments-1-1-17"));
+    assertEquals(false, ReplayIds.namesTopicPartition(dashed, "-pay-ments-1-0-17"), "no group");
+    assertEquals(false, ReplayIds.namesTopicPartition(dashed, "g-pay-ments-1-0-"), "no offset");
   }
 }

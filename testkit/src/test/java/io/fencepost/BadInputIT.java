@@ -279,6 +279,7 @@ class BadInputIT {
       assertEquals("chain-7", header(replayed, OutboxRecord.ID_HEADER), "the business key of a chained pipeline");
       assertEquals("t-1", header(replayed, "trace"));
       assertEquals(v.partition().group() + "-" + topic + "-0-1", header(replayed, "fencepost.replay-of"));
+      assertEquals(v.partition().group() + "-" + topic + "-0-1", header(replayed, "fencepost.origin-id"));
       assertEquals(null, header(replayed, "fencepost.error.class"), "no dead-letter headers");
 
       // An operator runs the replay again by mistake: the partition's journal shows it was replayed.

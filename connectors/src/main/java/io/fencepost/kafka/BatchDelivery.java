@@ -179,6 +179,9 @@ final class BatchDelivery<V> {
             work.coveredFrom, replyTo),
         settings.askTimeout(), system.scheduler()));
     return reply.handle((outcome, error) -> {
+      if (outcome != null) {
+        work.unanswered = 0;
+      }
       if (outcome instanceof BatchOutcome.Applied applied) {
         relays.afterApplied(work.id, applied);
         return CompletableFuture.completedFuture(OptionalLong.of(work.last + 1));
@@ -210,10 +213,10 @@ final class BatchDelivery<V> {
       work.progress.retries.incrementAndGet();
       work.progress.lastError = reason;
       if (noReply && ++work.unanswered >= UNANSWERED_BEFORE_RESTART) {
-        // An actor that answers nothing (its keeper died, or it hangs) is not helped by resending: a
-        // new incarnation recovers from the journal. The watchdog does not see a batch in flight.
+        // An actor that answers nothing is not helped by resending, and the watchdog does not look at
+        // a batch in flight: the partition is seeked again, and a keeper that died is replaced.
         control.restart(work.id, work.progress, "its actor answered none of " + work.unanswered
-            + " sends of the batch at offsets [" + work.first + ".." + work.last + "] within ask-timeout");
+            + " sends in a row of the batch at offsets [" + work.first + ".." + work.last + "] within ask-timeout");
         return CompletableFuture.completedFuture(OptionalLong.empty());
       }
       Duration backoff = resend.delay(attempt);
@@ -327,11 +330,19 @@ final class BatchDelivery<V> {
     return deadLetters.publish(work.id, work.progress, work.raw, letters).thenCompose(v -> applyUntilDone(work, attempt));
   }
 
-  /** The dead letter a replayed record replays (its new dead letter takes that one's place). */
+  /**
+   * The dead letter a replayed record replays (its new dead letter takes that one's place);
+   * {@link ReplayIds#NOT_REPLAYABLE} for a replay of another consumer group's dead letter.
+   */
   private static OptionalLong replayOf(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
     Header h = r.headers().lastHeader(ReplayIds.HEADER);
-    return h == null || h.value() == null ? OptionalLong.empty()
-        : ReplayIds.offsetIn(id, new String(h.value(), StandardCharsets.UTF_8));
+    if (h == null || h.value() == null) {
+      return OptionalLong.empty();
+    }
+    String of = new String(h.value(), StandardCharsets.UTF_8);
+    OptionalLong offset = ReplayIds.offsetIn(id, of);
+    return offset.isPresent() || !ReplayIds.namesTopicPartition(id, of) ? offset
+        : OptionalLong.of(ReplayIds.NOT_REPLAYABLE);
   }
 
   private static Optional<String> key(ConsumerRecord<byte[], byte[]> r) {

@@ -194,6 +194,10 @@ public final class DeadLetterReplay {
     }
     if (id != null) {
       out.headers().add(REPLAY_OF, id.getBytes(StandardCharsets.UTF_8));
+      if (out.headers().lastHeader(ReplayIds.ORIGIN_HEADER) == null) {
+        // The first replay of the record: later replays (of its failures) keep this id.
+        out.headers().add(ReplayIds.ORIGIN_HEADER, id.getBytes(StandardCharsets.UTF_8));
+      }
     }
     return out;
   }

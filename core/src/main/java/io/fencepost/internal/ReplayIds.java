@@ -12,6 +12,13 @@ public final class ReplayIds {
 
   /** The header's name. */
   public static final String HEADER = "fencepost.replay-of";
+  /**
+   * The id of the record as first written, on every replay of it (a replay that fails again is
+   * dead-lettered under a new id; this one stays): the key of its external calls.
+   */
+  public static final String ORIGIN_HEADER = "fencepost.origin-id";
+  /** A dead letter's {@code replayOf} for a replay of another consumer group's dead letter: never replayable. */
+  public static final long NOT_REPLAYABLE = Long.MAX_VALUE;
 
   private ReplayIds() {
   }
@@ -36,6 +43,19 @@ public final class ReplayIds {
     } catch (NumberFormatException e) {
       return OptionalLong.empty();
     }
+  }
+
+  /**
+   * True when {@code id} names a dead letter of {@code partition}'s topic and partition number in any
+   * consumer group ({@code <group>-<topic>-<partition>-<offset>}).
+   */
+  public static boolean namesTopicPartition(PartitionId partition, String id) {
+    String suffix = "-" + partition.topic() + "-" + partition.partition() + "-";
+    int at = id == null ? -1 : id.lastIndexOf(suffix);
+    if (at <= 0 || at + suffix.length() == id.length()) {
+      return false;
+    }
+    return id.substring(at + suffix.length()).chars().allMatch(Character::isDigit);
   }
 
   private static String prefix(PartitionId partition) {
