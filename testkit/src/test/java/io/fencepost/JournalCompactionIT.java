@@ -150,6 +150,16 @@ class JournalCompactionIT {
   }
 
   @Test
+  void aProjectionFollowingATopicHoldsCompactionBackOnPartitionsItHasNotFoundYet() {
+    // Installed before the topic has any journal: nothing to register but the topic itself.
+    JdbcProjection.forTopics(kit.system(), "ahead-" + scope, db, partition.group(), List.of(partition.topic()),
+        (tx, batch) -> { }).installSchema();
+    journalFiveBatches(Long.MAX_VALUE);
+    assertEquals(new JournalCompaction.Result(partition.persistenceId(), 4, 0, 0,
+        List.of("projection [ahead-" + scope + "] at 0")), compact());
+  }
+
+  @Test
   void aProjectionInstalledButNotRunYetHoldsCompactionAtItsStart() {
     journalFiveBatches(Long.MAX_VALUE);
     projection("fresh-" + scope, new ArrayList<>());

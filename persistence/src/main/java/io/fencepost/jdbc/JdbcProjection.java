@@ -67,13 +67,20 @@ public final class JdbcProjection implements AutoCloseable {
   private final Supplier<List<String>> sources;
   /** The journals read so far: registered (position 0 stored) before their first run. */
   private final Set<String> known = ConcurrentHashMap.newKeySet();
+  /**
+   * {@link #forTopics}: one row per topic ({@code fencepost|group|topic|}, position 0), so that
+   * {@code JournalCompaction} holds back for this projection on partitions it has not found yet.
+   */
+  private final List<String> topicRows;
+  private volatile boolean topicRowsRegistered;
   private final Handler handler;
   private ScheduledExecutorService scheduler;
   /** Persistence ids stopped at a journal gap (logged once each). */
   private final java.util.Set<String> gaps = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, Supplier<List<String>> sources,
-      Handler handler) {
+      List<String> topicRows, Handler handler) {
+    this.topicRows = List.copyOf(topicRows);
     this.system = Objects.requireNonNull(system, "system");
     this.name = Objects.requireNonNull(name, "name");
     this.db = Objects.requireNonNull(db, "db");
@@ -88,7 +95,7 @@ public final class JdbcProjection implements AutoCloseable {
   public static JdbcProjection create(ActorSystem<?> system, String name, JournalDatabase db,
       List<String> persistenceIds, Handler handler) {
     List<String> fixed = List.copyOf(persistenceIds);
-    return new JdbcProjection(system, name, db, () -> fixed, handler);
+    return new JdbcProjection(system, name, db, () -> fixed, List.of(), handler);
   }
 
   /**
@@ -106,7 +113,7 @@ public final class JdbcProjection implements AutoCloseable {
         .map(t -> new PartitionId(group, t, 0).persistenceId())
         .map(pid -> pid.substring(0, pid.lastIndexOf('|') + 1))
         .toList();
-    return new JdbcProjection(system, name, db, () -> JournalIds.withPrefixes(db, prefixes), handler);
+    return new JdbcProjection(system, name, db, () -> JournalIds.withPrefixes(db, prefixes), prefixes, handler);
   }
 
   /** Creates the positions table if it is missing. */
@@ -124,6 +131,10 @@ public final class JdbcProjection implements AutoCloseable {
 
   /** The journals to read now; a journal seen for the first time is registered first. */
   private List<String> persistenceIds() {
+    if (!topicRowsRegistered) {
+      register(topicRows);
+      topicRowsRegistered = true;
+    }
     List<String> now = sources.get();
     List<String> fresh = now.stream().filter(pid -> !known.contains(pid)).toList();
     if (!fresh.isEmpty()) {
