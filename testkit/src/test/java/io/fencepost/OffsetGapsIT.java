@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -398,6 +399,21 @@ class OffsetGapsIT {
       KafkaPipelineIT.credits(system, view.partition()).forEach(c -> credited.add(c.paymentId()));
       assertEquals(200, credited.size());
       assertTrue(credited.stream().noneMatch(id -> id.startsWith("after-")), "no new record applied: " + credited);
+
+      // The operator resets the stored offset to the new log's start (the partition's node stopped).
+      assertEquals(new OffsetReset.Result(view.partition(), 200, 0), OffsetReset.to(system, view.partition(), 0,
+          PartitionActorSettings.create(system), Duration.ofSeconds(30)).toCompletableFuture().get(60, TimeUnit.SECONDS));
+      Pipeline reset = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "recreated"),
+          new KafkaPipelineIT.PaymentDeserializer(), PipelineSettings.create(system, "recreated")
+              .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group)).start();
+      view = awaitNext(reset, 50, Duration.ofMinutes(1));
+      reset.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      assertEquals("", view.halted());
+      assertEquals(250, view.appliedRecords(), "the 50 records of the recreated topic, after the 200 before");
+      Map<String, Integer> times = new HashMap<>();
+      KafkaPipelineIT.credits(system, view.partition()).forEach(c -> times.merge(c.paymentId(), 1, Integer::sum));
+      assertEquals(250, times.size());
+      assertTrue(times.values().stream().allMatch(n -> n == 1), "each payment credited once");
     } finally {
       io.micrometer.core.instrument.Metrics.removeRegistry(registry);
       system.terminate();

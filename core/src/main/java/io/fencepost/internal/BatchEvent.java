@@ -12,7 +12,8 @@ import io.fencepost.OutboxRecord;
  * @param incarnation the writing actor incarnation's random id (tells a fenced write from our own)
  * @param fromOffset the next offset before this batch
  * @param nextOffset the next offset after this batch ({@code fromOffset} when the batch only carries
- *     effects, as at-most-once's second write does)
+ *     effects, as at-most-once's second write does; below {@code fromOffset} only for an operator's
+ *     reset, {@code io.fencepost.OffsetReset})
  * @param atMillis wall-clock time of the write; the key window's clock
  * @param events the user's events, in the order they were returned
  * @param keyDigests the new keys' 128-bit digests as (high, low) pairs

@@ -72,9 +72,7 @@ public final class PartitionState<S> {
           .apply(e, newUser);
     }
     user = newUser;
-    if (e.nextOffset() > nextOffset) {
-      nextOffset = e.nextOffset();
-    }
+    nextOffset = nextOffsetAfter(nextOffset, e);
     if (window != null) {
       long[] d = e.keyDigests();
       for (int i = 0; i < d.length; i += 2) {
@@ -110,6 +108,15 @@ public final class PartitionState<S> {
     }
     lastWriteMillis = e.atMillis();
     return this;
+  }
+
+  /**
+   * The stored next offset after {@code e}: the entries only move it forward, but for an operator's
+   * reset ({@code io.fencepost.OffsetReset}), the one kind of entry whose next offset lies below
+   * the offset it starts at.
+   */
+  public static long nextOffsetAfter(long nextOffset, BatchEvent e) {
+    return e.nextOffset() < e.fromOffset() ? e.nextOffset() : Math.max(nextOffset, e.nextOffset());
   }
 
   public S user() {
