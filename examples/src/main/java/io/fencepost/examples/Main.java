@@ -26,6 +26,7 @@ public final class Main {
     COMMANDS.put("produce", new ProduceCommand());
     COMMANDS.put("verify", new VerifyCommand());
     COMMANDS.put("dlq", new DlqCommand());
+    COMMANDS.put("offsets", new OffsetsCommand());
     COMMANDS.put("chaos", new ChaosCommand());
   }
 
