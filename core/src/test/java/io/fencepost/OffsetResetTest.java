@@ -72,6 +72,29 @@ class OffsetResetTest {
   }
 
   @Test
+  void aResetBackForgetsWhatItsStateKeptByOffsetOfTheOldLog() throws Exception {
+    ActorRef<PartitionCommand> actor = spawn();
+    TestProbe<BatchOutcome> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.ApplyBatch(List.of(Inbound.of(partition, 0, "a")), List.of(new DeadLetter(
+        partition, 1, java.util.Optional.empty(), "java.lang.IllegalStateException", "boom", 1)), 0, probe.ref()));
+    assertInstanceOf(BatchOutcome.Applied.class, probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(10)));
+    kit.stop(actor, Duration.ofSeconds(10));
+
+    assertEquals(new OffsetReset.Result(partition, 2, 0), reset(0));
+    actor = spawn();
+    // The old log's dead letter at 1 is not replayable: offset 1 now names another record.
+    Inbound<String> replay = new Inbound<>(partition, 0, java.util.Optional.empty(), "replayed", java.util.Map.of(
+        io.fencepost.internal.ReplayIds.HEADER,
+        io.fencepost.internal.ReplayIds.id(partition, 1).getBytes(java.nio.charset.StandardCharsets.UTF_8)),
+        java.time.Instant.now());
+    actor.tell(new PartitionCommand.ApplyBatch(List.of(replay), probe.ref()));
+    BatchOutcome.Applied outcome = assertInstanceOf(BatchOutcome.Applied.class,
+        probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(10)));
+    assertEquals(0, outcome.applied());
+    assertEquals(1, outcome.droppedRedelivery());
+  }
+
+  @Test
   void aResetMovesTheStoredOffsetBackOrForwardAndTheNextIncarnationStartsThere() throws Exception {
     ActorRef<PartitionCommand> actor = spawn();
     apply(actor, 0, 10);

@@ -72,6 +72,9 @@ public final class PartitionState<S> {
           .apply(e, newUser);
     }
     user = newUser;
+    if (e.nextOffset() < e.fromOffset()) {
+      forgetFrom(e.nextOffset());
+    }
     nextOffset = nextOffsetAfter(nextOffset, e);
     if (window != null) {
       long[] d = e.keyDigests();
@@ -108,6 +111,17 @@ public final class PartitionState<S> {
     }
     lastWriteMillis = e.atMillis();
     return this;
+  }
+
+  /**
+   * A reset back to {@code offset}: the offsets from it on will hold other records (a recreated or
+   * truncated log), so what this state keeps by offset from there on belongs to records of the old
+   * log: their stored call outcomes, their dead letters' replayability and the keys they parked.
+   */
+  private void forgetFrom(long offset) {
+    callOutcomes.values().removeIf(c -> c.offset() >= offset);
+    parkedKeys.values().removeIf(parkedBy -> parkedBy >= offset);
+    replays.forgetFrom(offset);
   }
 
   /**

@@ -50,6 +50,17 @@ public final class ReplayLedger {
     return false;
   }
 
+  /**
+   * An operator reset the partition back to {@code offset}: dead letters at or above it are of the old
+   * log, and their offsets will name other records; they cannot be replayed any more.
+   */
+  void forgetFrom(long offset) {
+    replayable.tailSet(offset, true).clear();
+    if (legacyBelow > offset) {
+      legacyBelow = offset;
+    }
+  }
+
   /** Dead letters that may still be replayed, ascending (snapshots). */
   public NavigableSet<Long> replayableOffsets() {
     return java.util.Collections.unmodifiableNavigableSet(replayable);
