@@ -13,7 +13,8 @@ import io.fencepost.internal.BatchEvent;
  *
  * @param fromOffset the partition's next offset before the batch
  * @param nextOffset the partition's next offset after it ({@code fromOffset} for at-most-once's
- *     effects-only second write)
+ *     effects-only second write and for external calls' outcomes; below {@code fromOffset} for an
+ *     operator's reset back, {@link OffsetReset}, an entry without events)
  * @param events the user's events, in order
  * @param incarnation the id of the actor incarnation that wrote it
  * @param writtenAt the partition's clock at the write: the first write's wall clock, advanced since by

@@ -53,6 +53,15 @@ public final class OffsetReset {
         Props.empty());
     return AskPattern.<OffsetResetBehavior.Command, Long>ask(writer,
         replyTo -> new OffsetResetBehavior.Command(nextOffset, replyTo), timeout, system.scheduler())
-        .thenApply(before -> new Result(partition, before, nextOffset));
+        .handle((before, error) -> {
+          if (error != null) {
+            throw new java.util.concurrent.CompletionException(new IllegalStateException("the reset of "
+                + partition.shortName() + " to " + nextOffset + " did not complete within " + timeout + ": the "
+                + "journal is unreachable, or a partition actor wrote meanwhile (its write wins; is the pipeline still "
+                + "consuming the partition?). Nothing or the whole reset was written: look at the stored offset and "
+                + "run it again (" + error + ")", error));
+          }
+          return new Result(partition, before, nextOffset);
+        });
   }
 }

@@ -1,6 +1,5 @@
 package io.fencepost.examples;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -40,7 +39,7 @@ final class OffsetsCommand implements Main.Command {
             "the new stored next offset: the log's start or end now (needs --bootstrap), or a number")
         .value("bootstrap", "host:port", "FENCEPOST_BOOTSTRAP", null, "Kafka bootstrap servers (for earliest/latest)")
         .value("jdbc-url", "url", "FENCEPOST_JDBC_URL", null,
-            "journal database (jdbc:postgresql:... or jdbc:h2:...); default the demo's H2 file under ./fencepost-demo")
+            "journal database (jdbc:postgresql:... or jdbc:h2:...); required: a reset never guesses its journal")
         .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
         .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password");
     if (!flags.parse(java.util.Arrays.copyOfRange(args, 1, args.length))) {
@@ -49,9 +48,8 @@ final class OffsetsCommand implements Main.Command {
     PartitionId partition = new PartitionId(flags.require("group"), flags.require("topic"),
         flags.intValue("partition", 0, Integer.MAX_VALUE));
     long to = target(flags, partition);
-    String url = flags.get("jdbc-url").orElse(null);
-    JournalDatabase journal = url == null ? JournalDatabase.h2File(Path.of("fencepost-demo", "journal"))
-        : JournalDatabase.of(url, flags.require("jdbc-user"), flags.require("jdbc-password"));
+    JournalDatabase journal = JournalDatabase.of(flags.require("jdbc-url"), flags.require("jdbc-user"),
+        flags.require("jdbc-password"));
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "fencepost-offsets",
         journal.pekkoConfig().withFallback(ConfigFactory.load()));
     try {
