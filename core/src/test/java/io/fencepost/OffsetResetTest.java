@@ -1,19 +1,14 @@
 package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
 
-import com.typesafe.config.ConfigFactory;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -22,10 +17,7 @@ import org.junit.jupiter.api.Test;
 /** An operator's reset of a partition's stored offset, journaled: backwards, forwards, and a no-op. */
 class OffsetResetTest {
 
-  private static final ActorTestKit kit = ActorTestKit.create("offset-reset-test",
-      PersistenceTestKitPlugin.getInstance().config()
-          .withFallback(PersistenceTestKitSnapshotPlugin.config())
-          .withFallback(ConfigFactory.load()));
+  private static final ActorTestKit kit = InMemoryPartitions.kit("offset-reset-test");
   private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
 
   private PartitionId partition;
@@ -54,16 +46,11 @@ class OffsetResetTest {
     for (long o = from; o < to; o++) {
       records.add(Inbound.of(partition, o, "k" + o + "-" + System.nanoTime()));
     }
-    TestProbe<BatchOutcome> probe = kit.createTestProbe();
-    actor.tell(new PartitionCommand.ApplyBatch(records, probe.ref()));
-    return assertInstanceOf(BatchOutcome.Applied.class, probe.expectMessageClass(BatchOutcome.class,
-        Duration.ofSeconds(10)));
+    return InMemoryPartitions.apply(kit, actor, records);
   }
 
   private PartitionStatus status(ActorRef<PartitionCommand> actor) {
-    TestProbe<PartitionStatus> probe = kit.createTestProbe();
-    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
-    return probe.expectMessageClass(PartitionStatus.class, Duration.ofSeconds(10));
+    return InMemoryPartitions.status(kit, actor);
   }
 
   private OffsetReset.Result reset(long to) throws Exception {
@@ -74,10 +61,8 @@ class OffsetResetTest {
   @Test
   void aResetBackForgetsWhatItsStateKeptByOffsetOfTheOldLog() throws Exception {
     ActorRef<PartitionCommand> actor = spawn();
-    TestProbe<BatchOutcome> probe = kit.createTestProbe();
-    actor.tell(new PartitionCommand.ApplyBatch(List.of(Inbound.of(partition, 0, "a")), List.of(new DeadLetter(
-        partition, 1, java.util.Optional.empty(), "java.lang.IllegalStateException", "boom", 1)), 0, probe.ref()));
-    assertInstanceOf(BatchOutcome.Applied.class, probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(10)));
+    InMemoryPartitions.apply(kit, actor, List.of(Inbound.of(partition, 0, "a")), new DeadLetter(partition, 1,
+        java.util.Optional.empty(), "java.lang.IllegalStateException", "boom", 1));
     kit.stop(actor, Duration.ofSeconds(10));
 
     assertEquals(new OffsetReset.Result(partition, 2, 0), reset(0));
@@ -87,9 +72,7 @@ class OffsetResetTest {
         io.fencepost.internal.ReplayIds.HEADER,
         io.fencepost.internal.ReplayIds.id(partition, 1).getBytes(java.nio.charset.StandardCharsets.UTF_8)),
         java.time.Instant.now());
-    actor.tell(new PartitionCommand.ApplyBatch(List.of(replay), probe.ref()));
-    BatchOutcome.Applied outcome = assertInstanceOf(BatchOutcome.Applied.class,
-        probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(10)));
+    BatchOutcome.Applied outcome = InMemoryPartitions.apply(kit, actor, List.of(replay));
     assertEquals(0, outcome.applied());
     assertEquals(1, outcome.droppedRedelivery());
   }

@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import com.typesafe.config.ConfigFactory;
 import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.internal.PartitionState;
@@ -18,8 +17,6 @@ import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.japi.Pair;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.ProcessingPolicy;
 import org.apache.pekko.persistence.testkit.ProcessingResult;
 import org.apache.pekko.persistence.testkit.ProcessingSuccess$;
@@ -39,10 +36,7 @@ import org.junit.jupiter.api.Test;
  */
 class RecoveryGapTest {
 
-  private static final ActorTestKit kit = ActorTestKit.create("recovery-gap-test",
-      PersistenceTestKitPlugin.getInstance().config()
-          .withFallback(PersistenceTestKitSnapshotPlugin.config())
-          .withFallback(ConfigFactory.load()));
+  private static final ActorTestKit kit = InMemoryPartitions.kit("recovery-gap-test");
   private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
   private static final SnapshotTestKit snapshots = SnapshotTestKit.create(kit.system());
 

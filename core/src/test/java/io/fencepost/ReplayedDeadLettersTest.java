@@ -1,7 +1,6 @@
 package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -11,13 +10,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
-import com.typesafe.config.ConfigFactory;
 import io.fencepost.internal.ReplayIds;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -30,10 +25,7 @@ import org.junit.jupiter.api.Test;
  */
 class ReplayedDeadLettersTest {
 
-  private static final ActorTestKit kit = ActorTestKit.create("replayed-dead-letters-test",
-      PersistenceTestKitPlugin.getInstance().config()
-          .withFallback(PersistenceTestKitSnapshotPlugin.config())
-          .withFallback(ConfigFactory.load()));
+  private static final ActorTestKit kit = InMemoryPartitions.kit("replayed-dead-letters-test");
   private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
 
   /** Idempotency keys the external calls of records valued "call" were made with. */
@@ -109,16 +101,11 @@ class ReplayedDeadLettersTest {
   }
 
   private BatchOutcome.Applied apply(ActorRef<PartitionCommand> actor, List<Inbound<?>> records, DeadLetter... dead) {
-    TestProbe<BatchOutcome> probe = kit.createTestProbe();
-    actor.tell(new PartitionCommand.ApplyBatch(records, List.of(dead), 0, probe.ref()));
-    return assertInstanceOf(BatchOutcome.Applied.class, probe.expectMessageClass(BatchOutcome.class,
-        Duration.ofSeconds(10)));
+    return InMemoryPartitions.apply(kit, actor, records, dead);
   }
 
   private PartitionStatus status(ActorRef<PartitionCommand> actor) {
-    TestProbe<PartitionStatus> probe = kit.createTestProbe();
-    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
-    return probe.expectMessageClass(PartitionStatus.class, Duration.ofSeconds(10));
+    return InMemoryPartitions.status(kit, actor);
   }
 
   private ActorRef<PartitionCommand> restart(ActorRef<PartitionCommand> actor) {
