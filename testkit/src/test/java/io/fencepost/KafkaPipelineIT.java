@@ -76,6 +76,32 @@ class KafkaPipelineIT {
     }
   }
 
+  /** Needs its configuration: "payment.currency" from the consumer's properties, as schema-registry clients do. */
+  static final class ConfiguredDeserializer implements Deserializer<TestLedger.Payment> {
+    volatile Map<String, ?> configs;
+    volatile Boolean isKey;
+    volatile boolean closed;
+
+    @Override
+    public void configure(Map<String, ?> configs, boolean isKey) {
+      this.configs = Map.copyOf(configs);
+      this.isKey = isKey;
+    }
+
+    @Override
+    public TestLedger.Payment deserialize(String topic, byte[] data) {
+      if (configs == null || !"EUR".equals(configs.get("payment.currency"))) {
+        throw new IllegalStateException("not configured: " + configs);
+      }
+      return new PaymentDeserializer().deserialize(topic, data);
+    }
+
+    @Override
+    public void close() {
+      closed = true;
+    }
+  }
+
   static ActorSystem<Void> node(String name, JournalDatabase db) {
     Config config = ClusterNodes.node(name, 0, List.of())
         .withFallback(db.pekkoConfig())
@@ -217,6 +243,31 @@ class KafkaPipelineIT {
         committed.forEach((tp, om) -> actual.put(tp, om.offset()));
         assertEquals(expectedCommitted, actual, "Kafka committed offsets equal the actors' next offsets");
       }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  @Test
+  void theValueDeserializerIsConfiguredWithTheConsumersPropertiesAndClosedWhenThePipelineStops() throws Exception {
+    String topic = KafkaBroker.uniqueName("configured");
+    broker.createTopic(topic, 1);
+    produce(topic, 1, 20);
+    ActorSystem<Void> system = node("configured", postgres);
+    try {
+      ConfiguredDeserializer deserializer = new ConfiguredDeserializer();
+      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "configured"), deserializer,
+          settings(system, "configured", topic).withGroupId(KafkaBroker.uniqueName("configured"))
+              .withKafkaClient("payment.currency", "EUR")).start();
+      awaitApplied(pipeline, 20, Duration.ofMinutes(1));
+      List<PartitionView> views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      assertEquals(0, views.get(0).deadLettered(), "every value deserialized: " + views);
+      assertEquals(false, deserializer.closed);
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      assertEquals(Boolean.FALSE, deserializer.isKey);
+      assertEquals(broker.bootstrapServers(), deserializer.configs.get(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG));
+      assertTrue(deserializer.closed, "closed when the pipeline stopped");
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);

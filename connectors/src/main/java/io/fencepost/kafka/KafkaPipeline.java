@@ -48,7 +48,10 @@ public final class KafkaPipeline<V> {
    * A pipeline (not yet started).
    *
    * @param factory makes a partition's actor, e.g. {@code LedgerActor::new}
-   * @param valueDeserializer turns record values into {@code V}; it runs in the pipeline, per record
+   * @param valueDeserializer turns record values into {@code V}; it runs in the pipeline, per record.
+   *     As a Kafka consumer does with its deserializers, the pipeline calls its {@code configure} with
+   *     the consumer's properties ({@code kafka-clients} included, {@code isKey} false) when it starts,
+   *     and its {@code close} when it stopped: give each pipeline its own instance
    */
   public static <V> KafkaPipeline<V> create(ActorSystem<?> system,
       Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory, Deserializer<V> valueDeserializer,

@@ -66,11 +66,13 @@ final class RunningPipeline<V> implements Pipeline {
   private volatile Cancellable watchdog;
   // (end offset, position) at the last watchdog restart: again only once records arrived or it moved since
   private final Map<TopicPartition, List<Long>> restartedAt = new ConcurrentHashMap<>();
+  private final Deserializer<V> valueDeserializer;
 
   private RunningPipeline(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
       Deserializer<V> valueDeserializer, PipelineSettings settings) {
     this.system = system;
     this.settings = settings;
+    this.valueDeserializer = valueDeserializer;
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
     this.self = system.address();
@@ -121,6 +123,7 @@ final class RunningPipeline<V> implements Pipeline {
     RunningPipeline<V> p = new RunningPipeline<>(system, factory, valueDeserializer, settings);
     try {
       p.checkTopics();
+      p.configureDeserializer();
       JournalWarmup.await(system, settings, settings.askTimeout());
       String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
       if (!isolation.equals("read_committed")) {
@@ -134,6 +137,7 @@ final class RunningPipeline<V> implements Pipeline {
       p.ownership.start();
     } catch (RuntimeException e) {
       p.closeClients();
+      p.closeDeserializer();
       throw e;
     }
     // Leaving the cluster (SIGTERM, ActorSystem.terminate) drains this node's batches first.
@@ -293,11 +297,31 @@ final class RunningPipeline<V> implements Pipeline {
         }));
   }
 
+  /** As the Kafka consumer does: the value deserializer is configured with the consumer's properties. */
+  private void configureDeserializer() {
+    try {
+      valueDeserializer.configure(PartitionOwnership.consumerProperties(system, settings), false);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("[" + settings.name() + "] the value deserializer "
+          + valueDeserializer.getClass().getName() + " refused its configuration (the consumer's properties, "
+          + "fencepost.pipelines." + settings.name() + ".kafka-clients included): " + e.getMessage(), e);
+    }
+  }
+
   private void closeClients() {
     admin.close(Duration.ofSeconds(5));
     logProbe.close();
     deadLetters.close(Duration.ofSeconds(5));
     relays.close(Duration.ofSeconds(5));
+  }
+
+  private void closeDeserializer() {
+    try {
+      valueDeserializer.close();
+    } catch (RuntimeException e) {
+      log.warn("[{}] closing the value deserializer {}: {}", settings.name(), valueDeserializer.getClass().getName(),
+          e.toString());
+    }
   }
 
   @Override
@@ -310,12 +334,17 @@ final class RunningPipeline<V> implements Pipeline {
       watchdog.cancel();
     }
     CompletableFuture<Done> consumerClosed = ownership.stop().toCompletableFuture();
+    // The streams ended with the consumer: nothing deserializes any more. Closed before stop() completes.
+    CompletableFuture<Done> released = consumerClosed.handle((d, e) -> {
+      closeDeserializer();
+      return Done.getInstance();
+    });
     consumerClosed.whenComplete((d, e) -> {
       relays.stopAll();
       closeClients();
     });
     // Coordinated shutdown waits for the drain, not for the consumer's goodbye to the group.
-    stopped = consumerClosed.copy()
+    stopped = released
         .completeOnTimeout(Done.getInstance(), settings.drainTimeout().toMillis() + 500, TimeUnit.MILLISECONDS);
     return stopped;
   }
