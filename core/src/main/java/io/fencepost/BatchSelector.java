@@ -128,13 +128,11 @@ final class BatchSelector<V> {
       }
       Inbound<V> record = (Inbound<V>) item;
       long replayOf = -1;
-      OptionalLong of = record.replayOf();
-      if (of.isPresent() || record.header(ReplayIds.HEADER).filter(id -> ReplayIds.namesTopicPartition(partition, id))
-          .isPresent()) {
+      OptionalLong of = ReplayIds.replayOf(partition, record.header(ReplayIds.HEADER).orElse(null));
+      if (of.isPresent()) {
         // Only a dead letter the journal holds, and only once: not one replayed before, nor one another
-        // owner applied after all, nor another consumer group's (that group applied the record). A
-        // header naming another topic or partition (copied along by a mirror) makes no replay.
-        if (of.isEmpty() || !state.replays().replayable(of.getAsLong()) || !batchReplays.add(of.getAsLong())) {
+        // owner applied after all, nor another consumer group's (never replayable here).
+        if (!state.replays().replayable(of.getAsLong()) || !batchReplays.add(of.getAsLong())) {
           sel.droppedRedelivery++;
           sel.droppedReplays.add(record.offset());
           sel.nextOffset = record.offset() + 1;

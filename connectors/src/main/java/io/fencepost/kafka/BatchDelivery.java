@@ -54,7 +54,10 @@ final class BatchDelivery<V> {
     /** Re-seek a partition whose stream lacks records (see {@link #onGap}). */
     void restart(PartitionId id, PartitionProgress assignment, String why);
 
-    /** Stop consuming a partition that cannot go on without an operator (see PartitionHaltedException). */
+    /**
+     * Stop consuming a partition that cannot go on without an operator (see PartitionHaltedException):
+     * at once for the assignment's later batches, paused by the consumer thread.
+     */
     void halt(PartitionId id, PartitionProgress assignment, String why, String cause);
   }
 
@@ -102,7 +105,7 @@ final class BatchDelivery<V> {
     BatchWork work = new BatchWork(id, progress, batch);
     if (work.first <= progress.highestDelivered) {
       // Within one assignment the stream only moves forward: the consumer's position was reset.
-      halt(progress, id, "its log went back under a running consumer (offset " + work.first + " after "
+      control.halt(id, progress, "its log went back under a running consumer (offset " + work.first + " after "
           + progress.highestDelivered + "): the topic was deleted and recreated, or an unclean leader election "
           + "truncated the log. Records at offsets below the stored next offset would be dropped as redeliveries, so "
           + "nothing more is consumed from it; see docs/operations.md, \"A stored offset above the log end\"",
@@ -199,7 +202,7 @@ final class BatchDelivery<V> {
           && rejected.error() instanceof PartitionHaltedException halted) {
         // Not resent: the actor already logged the ERROR; nothing is committed or skipped.
         work.progress.lastError = halted.getMessage();
-        halt(work.progress, work.id, halted.reason(), null);
+        control.halt(work.id, work.progress, halted.reason(), null);
         return CompletableFuture.completedFuture(OptionalLong.empty());
       }
       String reason;
@@ -224,14 +227,6 @@ final class BatchDelivery<V> {
           work.first, work.last, attempt + 1, reason, backoff.toMillis());
       return Backoff.after(system, backoff, () -> applyUntilDone(work, attempt + 1));
     }).thenCompose(f -> f);
-  }
-
-  /** Halts at once for this assignment's later batches; the consumer thread pauses it. */
-  private void halt(PartitionProgress progress, PartitionId id, String why, String cause) {
-    if (progress.halted == null) {
-      progress.halted = why;
-    }
-    control.halt(id, progress, why, cause);
   }
 
   private CompletionStage<OptionalLong> onHandlerFailure(BatchWork work, HandlerFailedException h, int attempt) {
@@ -330,19 +325,10 @@ final class BatchDelivery<V> {
     return deadLetters.publish(work.id, work.progress, work.raw, letters).thenCompose(v -> applyUntilDone(work, attempt));
   }
 
-  /**
-   * The dead letter a replayed record replays (its new dead letter takes that one's place);
-   * {@link ReplayIds#NOT_REPLAYABLE} for a replay of another consumer group's dead letter.
-   */
+  /** The dead letter a replayed record replays: its new dead letter takes that one's place. */
   private static OptionalLong replayOf(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
     Header h = r.headers().lastHeader(ReplayIds.HEADER);
-    if (h == null || h.value() == null) {
-      return OptionalLong.empty();
-    }
-    String of = new String(h.value(), StandardCharsets.UTF_8);
-    OptionalLong offset = ReplayIds.offsetIn(id, of);
-    return offset.isPresent() || !ReplayIds.namesTopicPartition(id, of) ? offset
-        : OptionalLong.of(ReplayIds.NOT_REPLAYABLE);
+    return ReplayIds.replayOf(id, h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
   }
 
   private static Optional<String> key(ConsumerRecord<byte[], byte[]> r) {

@@ -174,11 +174,11 @@ final class PartitionOwnership {
    * Nothing is committed or skipped; the watchdog leaves it alone.
    */
   void halt(PartitionId id, PartitionProgress assignment, String why, String cause) {
+    if (assignment.halted == null) {
+      assignment.halted = why;   // at once: delivery sends none of the assignment's later batches
+    }
     post(() -> {
       Assignment o = owned.get(new TopicPartition(id.topic(), id.partition()));
-      if (assignment.halted == null) {
-        assignment.halted = why;
-      }
       if (o == null || o.progress != assignment || assignment.haltHandled || consumer == null) {
         return;
       }

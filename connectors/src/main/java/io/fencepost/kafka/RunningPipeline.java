@@ -67,18 +67,21 @@ final class RunningPipeline<V> implements Pipeline {
   // (end offset, position) at the last watchdog restart: again only once records arrived or it moved since
   private final Map<TopicPartition, List<Long>> restartedAt = new ConcurrentHashMap<>();
   private final Deserializer<V> valueDeserializer;
+  /** The consumer's properties (security settings included), read once. */
+  private final Map<String, Object> consumerProperties;
 
   private RunningPipeline(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
       Deserializer<V> valueDeserializer, PipelineSettings settings) {
     this.system = system;
     this.settings = settings;
     this.valueDeserializer = valueDeserializer;
+    this.consumerProperties = PartitionOwnership.consumerProperties(system, settings);
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
     this.self = system.address();
     // The admin client and the log probe connect as the consumer does (security settings included).
     Map<String, String> consumerProps = new HashMap<>();
-    PartitionOwnership.consumerProperties(system, settings).forEach((k, v) -> consumerProps.put(k, String.valueOf(v)));
+    consumerProperties.forEach((k, v) -> consumerProps.put(k, String.valueOf(v)));
     Properties adminProps = new Properties();
     consumerProps.forEach((k, v) -> {
       if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")) {
@@ -132,8 +135,8 @@ final class RunningPipeline<V> implements Pipeline {
             isolation, settings.topics());
       }
       log.info("[{}] starting on [{}], group [{}], topics {}, assignor [{}]; guarantee: {}", settings.name(), p.self,
-          settings.groupId(), settings.topics(), PartitionOwnership.consumerProperties(system, settings)
-              .get(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG), p.guarantee.render());
+          settings.groupId(), settings.topics(),
+          p.consumerProperties.get(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG), p.guarantee.render());
       p.ownership.start();
     } catch (RuntimeException e) {
       p.closeClients();
@@ -300,7 +303,7 @@ final class RunningPipeline<V> implements Pipeline {
   /** As the Kafka consumer does: the value deserializer is configured with the consumer's properties. */
   private void configureDeserializer() {
     try {
-      valueDeserializer.configure(PartitionOwnership.consumerProperties(system, settings), false);
+      valueDeserializer.configure(consumerProperties, false);
     } catch (RuntimeException e) {
       throw new IllegalArgumentException("[" + settings.name() + "] the value deserializer "
           + valueDeserializer.getClass().getName() + " refused its configuration (the consumer's properties, "

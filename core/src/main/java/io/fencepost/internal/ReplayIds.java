@@ -58,6 +58,18 @@ public final class ReplayIds {
     return id.substring(at + suffix.length()).chars().allMatch(Character::isDigit);
   }
 
+  /**
+   * What a {@code fencepost.replay-of} header ({@code id}, null when absent) makes of a record of
+   * {@code partition}: the offset of the dead letter it replays when it is this partition's;
+   * {@link #NOT_REPLAYABLE} when it is another consumer group's dead letter of the same topic and
+   * partition (that group applied the record); empty when it is no replay here (no header, or one
+   * naming another topic or partition, copied along by a mirror).
+   */
+  public static OptionalLong replayOf(PartitionId partition, String id) {
+    OptionalLong offset = offsetIn(partition, id);
+    return offset.isPresent() || !namesTopicPartition(partition, id) ? offset : OptionalLong.of(NOT_REPLAYABLE);
+  }
+
   private static String prefix(PartitionId partition) {
     return partition.group() + "-" + partition.topic() + "-" + partition.partition() + "-";
   }

@@ -23,7 +23,7 @@ public final class ReplayLedger {
 
   /** True when a replay of the dead letter at {@code offset} may be applied now. */
   public boolean replayable(long offset) {
-    return replayable.contains(offset) || (offset < legacyBelow && !legacyReplayed.contains(offset));
+    return replayable.contains(offset) || legacyOpen(offset);
   }
 
   /** A dead letter was journaled at {@code offset}; {@code replayOf} the one its record replayed, or -1. */
@@ -43,11 +43,12 @@ public final class ReplayLedger {
     if (replayable.remove(offset)) {
       return true;
     }
-    if (offset < legacyBelow && !legacyReplayed.contains(offset)) {
-      legacyReplayed.add(offset);
-      return true;
-    }
-    return false;
+    return legacyOpen(offset) && legacyReplayed.add(offset);
+  }
+
+  /** Below a pre-ledger snapshot and not replayed since: accepted once. */
+  private boolean legacyOpen(long offset) {
+    return offset < legacyBelow && !legacyReplayed.contains(offset);
   }
 
   /**
