@@ -137,7 +137,7 @@ class BadInputIT {
       PipelineSettings settings = PipelineSettings.create(system, "badinput")
           .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
           .withGroupId(KafkaBroker.uniqueName("bad-group")).withBatch(200, Duration.ofMillis(20))
-          .withHandlerRetry(Duration.ofMillis(20), Duration.ofMillis(100), 2.0, 3);
+          .withHandlerRetry(new PipelineSettings.HandlerRetry(Duration.ofMillis(20), Duration.ofMillis(100), 2.0, 3));
       Pipeline pipeline = KafkaPipeline.create(system, Picky::new, new KafkaPipelineIT.PaymentDeserializer(), settings)
           .start();
       long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
@@ -215,7 +215,7 @@ class BadInputIT {
           "retries visible in status: " + views);
 
       // The dead-letter topic: one record per dead letter, with the original's coordinates and error.
-      List<ConsumerRecord<byte[], byte[]>> dlt = readAll(settings.deadLetterTopic(topic), (int) (garbage + fatal));
+      List<ConsumerRecord<byte[], byte[]>> dlt = readAll(settings.deadLetter().topicFor(topic), (int) (garbage + fatal));
       assertEquals(garbage + fatal, dlt.size());
       Set<String> ids = new TreeSet<>();
       for (ConsumerRecord<byte[], byte[]> r : dlt) {
@@ -268,7 +268,7 @@ class BadInputIT {
       assertEquals(2, v.appliedRecords());
 
       fixed = true;
-      String dlt = settings.deadLetterTopic(topic);
+      String dlt = settings.deadLetter().topicFor(topic);
       assertEquals(new io.fencepost.kafka.DeadLetterReplay.Result(1, 1, 0, 0),
           io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").dryRun().run());
       assertEquals(new io.fencepost.kafka.DeadLetterReplay.Result(1, 1, 1, 0),
@@ -321,12 +321,12 @@ class BadInputIT {
       PartitionView v = awaitNextOffset(pipeline, 6);
       assertEquals(3, v.appliedRecords(), "k1 and k3 proceed: pay-a, pay-c, pay-f");
       assertEquals(3, v.deadLettered(), "fatal-b failed, pay-d and pay-e parked behind it");
-      List<ConsumerRecord<byte[], byte[]>> dlt = readAll(settings.deadLetterTopic(topic), 3);
+      List<ConsumerRecord<byte[], byte[]>> dlt = readAll(settings.deadLetter().topicFor(topic), 3);
       assertEquals(List.of("false", "true", "true"), dlt.stream().map(r -> header(r, "fencepost.parked")).toList());
       assertEquals(List.of("1", "3", "4"), dlt.stream().map(r -> header(r, "fencepost.original.offset")).toList());
 
       fixed = true;
-      assertEquals(3, io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), settings.deadLetterTopic(topic))
+      assertEquals(3, io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), settings.deadLetter().topicFor(topic))
           .withKey("k2").run().replayed());
       v = awaitNextOffset(pipeline, 9);
       assertEquals(6, v.appliedRecords(), "the failed record and then the parked ones, in order");

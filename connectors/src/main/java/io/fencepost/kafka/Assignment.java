@@ -62,7 +62,7 @@ final class Assignment {
       int capacity, AfterBatch afterBatch) {
     Pair<BoundedSourceQueue<ConsumerRecord<byte[], byte[]>>, CompletionStage<Done>> pair =
         Source.<ConsumerRecord<byte[], byte[]>>queue(capacity)
-            .groupedWithin(settings.maxBatchRecords(), settings.maxBatchLatency())
+            .groupedWithin(settings.batch().maxRecords(), settings.batch().maxLatency())
             .mapAsync(1, batch -> delivery.deliver(id, progress, batch).thenApply(next -> Pair.create(batch.size(), next)))
             .toMat(Sink.foreach(out -> afterBatch.accept(this, out.first(), out.second())), Keep.both())
             .run(system);

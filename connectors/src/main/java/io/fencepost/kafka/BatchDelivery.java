@@ -87,9 +87,9 @@ final class BatchDelivery<V> {
     this.logProbe = logProbe;
     this.blocking = blocking;
     this.control = control;
-    this.resend = new Backoff(settings.retryBackoffMin(), settings.retryBackoffMax(), 2.0);
-    this.handlerRetry = new Backoff(settings.handlerRetryInitial(), settings.handlerRetryMax(),
-        settings.handlerRetryMultiplier());
+    this.resend = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2.0);
+    this.handlerRetry = new Backoff(settings.handlerRetry().initial(), settings.handlerRetry().max(),
+        settings.handlerRetry().multiplier());
   }
 
   /**
@@ -240,10 +240,10 @@ final class BatchDelivery<V> {
           h.offset(), work.first, work.last);
       return Backoff.after(system, resend.delay(attempt), () -> applyUntilDone(work, attempt + 1));
     }
-    if (h.isRetriable() && tries < settings.handlerRetryMaxAttempts()) {
+    if (h.isRetriable() && tries < settings.handlerRetry().maxAttempts()) {
       Duration wait = handlerRetry.delay(tries - 1);
       log.warn("[{}] offset [{}]: handler failed (attempt {} of {}), retrying in {} ms: {}: {}", work.id.shortName(),
-          h.offset(), tries, settings.handlerRetryMaxAttempts(), wait.toMillis(), h.causeClass(), h.causeMessage());
+          h.offset(), tries, settings.handlerRetry().maxAttempts(), wait.toMillis(), h.causeClass(), h.causeMessage());
       return Backoff.after(system, wait, () -> applyUntilDone(work, attempt));
     }
     DeadLetter d = new DeadLetter(work.id, h.offset(), key(r), h.causeClass(), h.causeMessage(), tries, false,
@@ -340,9 +340,9 @@ final class BatchDelivery<V> {
     for (Header h : r.headers()) {
       headers.put(h.key(), h.value() == null ? new byte[0] : h.value());
     }
-    if (r.value() != null && r.value().length > settings.deadLetterMaxRecordBytes()) {
+    if (r.value() != null && r.value().length > settings.deadLetter().maxRecordBytes()) {
       throw new RecordTooLargeException("value of " + r.value().length + " bytes exceeds fencepost.pipelines."
-          + settings.name() + ".dead-letter.max-record-bytes = " + settings.deadLetterMaxRecordBytes());
+          + settings.name() + ".dead-letter.max-record-bytes = " + settings.deadLetter().maxRecordBytes());
     }
     V value = valueDeserializer.deserialize(r.topic(), r.headers(), r.value());
     if (value == null) {

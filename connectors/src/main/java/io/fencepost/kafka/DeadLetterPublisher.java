@@ -40,7 +40,7 @@ final class DeadLetterPublisher {
     this.system = system;
     this.settings = settings;
     this.producer = new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(),
-        settings.deadLetterProducer(), "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients"),
+        settings.deadLetter().producer(), "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients"),
         new ByteArraySerializer(), new ByteArraySerializer());
   }
 
@@ -58,7 +58,7 @@ final class DeadLetterPublisher {
     List<CompletableFuture<Void>> acks = new ArrayList<>();
     for (DeadLetter d : letters) {
       ConsumerRecord<byte[], byte[]> r = raw.get(d.offset());
-      String dlt = settings.deadLetterTopic(r.topic());
+      String dlt = settings.deadLetter().topicFor(r.topic());
       ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(dlt, r.partition() % partitions.getOrDefault(dlt, 1),
           r.key(), r.value());
       for (Header h : r.headers()) {
@@ -82,7 +82,7 @@ final class DeadLetterPublisher {
       }
       // Never move past a record whose dead letter is not durable: retry the publication.
       log.warn("[{}] publishing {} dead letter(s) failed, retrying: {}", id.shortName(), letters.size(), e.toString());
-      return Backoff.after(system, settings.retryBackoffMin(), () -> publish(id, progress, raw, letters));
+      return Backoff.after(system, settings.retryBackoff().min(), () -> publish(id, progress, raw, letters));
     }).thenCompose(f -> f);
   }
 

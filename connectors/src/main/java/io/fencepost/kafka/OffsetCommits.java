@@ -41,8 +41,8 @@ final class OffsetCommits {
 
   /** Commits asynchronously when {@code commit.max-batch} records or {@code commit.max-interval} passed. */
   void maybeCommit(KafkaConsumer<byte[], byte[]> consumer, Set<TopicPartition> owned) {
-    if (pending.isEmpty() || (appliedSinceCommit.get() < settings.commitMaxBatch()
-        && System.nanoTime() - lastCommitNanos < settings.commitMaxInterval().toNanos())) {
+    if (pending.isEmpty() || (appliedSinceCommit.get() < settings.commit().maxBatch()
+        && System.nanoTime() - lastCommitNanos < settings.commit().maxInterval().toNanos())) {
       return;
     }
     pending.keySet().retainAll(owned);

@@ -3,11 +3,9 @@ package io.fencepost.kafka;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
-import com.typesafe.config.ConfigValue;
 import io.fencepost.errors.SettingsException;
 import io.fencepost.kafka.internal.ProducerSafety;
 
@@ -62,10 +60,7 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
       key = "durable-state-plugin-id";
       String state = outbox.getString(key);
       key = "producer-kafka-clients";
-      Map<String, String> producer = new TreeMap<>();
-      for (Map.Entry<String, ConfigValue> e : outbox.getConfig(key).entrySet()) {
-        producer.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
-      }
+      Map<String, String> producer = PipelineSettings.properties(outbox.getConfig(key));
       ProducerSafety.check(producer, path + "." + key);
       return new OutboxSettings(enabled, poll, store, max, readJournal, state, producer);
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {

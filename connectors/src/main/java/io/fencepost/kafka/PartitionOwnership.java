@@ -103,11 +103,11 @@ final class PartitionOwnership {
     this.consumerProperties = consumerProperties(system, settings);
     int maxPoll = Integer.parseInt(String.valueOf(consumerProperties.getOrDefault(ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
         "500")));
-    this.highWater = Math.max(2 * settings.maxBatchRecords(), maxPoll);
+    this.highWater = Math.max(2 * settings.batch().maxRecords(), maxPoll);
     this.lowWater = Math.max(1, highWater / 2);
     this.queueCapacity = highWater + maxPoll;
     this.commits = new OffsetCommits(settings);
-    this.restartBackoff = new Backoff(settings.retryBackoffMin(), settings.retryBackoffMax(), 2.0);
+    this.restartBackoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2.0);
     this.thread = new Thread(this::run, "fencepost-consumer-" + settings.name());
     this.thread.setDaemon(true);
   }
@@ -222,7 +222,7 @@ final class PartitionOwnership {
         runInbox();
         commits.maybeCommit(consumer, owned.keySet());
         ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
-        if (failures > 0 && System.nanoTime() - lastFailure > 6 * settings.retryBackoffMax().toNanos()) {
+        if (failures > 0 && System.nanoTime() - lastFailure > 6 * settings.retryBackoff().max().toNanos()) {
           failures = 0;   // healthy for a while: the next failure backs off from the start again
         }
         for (TopicPartition tp : records.partitions()) {
@@ -329,7 +329,7 @@ final class PartitionOwnership {
    * batch in flight ends within ask-timeout, plus a resend backoff it may be sleeping in.
    */
   private CompletionStage<Done> previousEnded(Assignment o, CompletionStage<Done> previous) {
-    Duration bound = settings.askTimeout().multipliedBy(2).plus(settings.retryBackoffMax())
+    Duration bound = settings.askTimeout().multipliedBy(2).plus(settings.retryBackoff().max())
         .plus(settings.drainTimeout());
     return previous.toCompletableFuture().exceptionally(e -> Done.getInstance())
         .completeOnTimeout(null, bound.toMillis(), TimeUnit.MILLISECONDS)
@@ -357,7 +357,7 @@ final class PartitionOwnership {
       }
       if (!(cause instanceof CancellationException) || !o.over) {
         log.warn("[{}] could not find where {} starts: {}; asking again", settings.name(), o.tp, cause.toString());
-        Backoff.after(system, settings.retryBackoffMin(), () -> targets.seekTarget(o.id, o.progress, () -> !o.over))
+        Backoff.after(system, settings.retryBackoff().min(), () -> targets.seekTarget(o.id, o.progress, () -> !o.over))
             .whenComplete((t, e) -> post(() -> prepared(o, t, e)));
       }
       return;

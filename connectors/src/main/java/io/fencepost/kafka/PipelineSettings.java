@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
+import java.util.function.Consumer;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
@@ -13,6 +14,7 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValue;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.errors.SettingsException;
+import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -22,118 +24,215 @@ import org.slf4j.LoggerFactory;
  * fallback to {@code fencepost.pipeline} (every key documented in the connectors' reference.conf),
  * and validated on creation: settings that would silently weaken the guarantee are refused with a
  * {@link SettingsException} naming the key and the fix.
+ *
+ * <p>Every key has a {@code withX} that returns a validated copy; the blocks of the configuration
+ * ({@code batch}, {@code retry-backoff}, {@code commit}, {@code handler-retry}, {@code dead-letter},
+ * {@code outbox}, {@code partition-actor}) are settings of their own:
+ *
+ * <pre>{@code
+ * PipelineSettings settings = PipelineSettings.create(system, "ledger")
+ *     .withTopics(List.of("payments"))
+ *     .withBatch(new PipelineSettings.Batch(500, Duration.ofMillis(10)));
+ * settings = settings.withHandlerRetry(settings.handlerRetry().withMaxAttempts(3));
+ * }</pre>
  */
 public final class PipelineSettings {
 
   private static final Logger log = LoggerFactory.getLogger(PipelineSettings.class);
 
-  private final String name;
-  private final String bootstrapServers;
-  private final List<String> topics;
-  private final String groupId;
-  private final String autoOffsetReset;
-  private final int maxBatchRecords;
-  private final Duration maxBatchLatency;
-  private final Duration askTimeout;
-  private final Duration retryBackoffMin;
-  private final Duration retryBackoffMax;
-  private final int commitMaxBatch;
-  private final Duration commitMaxInterval;
-  private final Duration drainTimeout;
-  private final Map<String, String> kafkaClients;
-  private final PartitionActorSettings partitionActor;
-  private final Duration handlerRetryInitial;
-  private final Duration handlerRetryMax;
-  private final double handlerRetryMultiplier;
-  private final int handlerRetryMaxAttempts;
-  private final String deadLetterSuffix;
-  private final boolean deadLetterCreateTopic;
-  private final int deadLetterMaxRecordBytes;
-  private final Map<String, String> deadLetterProducer;
-  private final Extra extra;
-  private final Duration stallTimeout;
+  /**
+   * {@code batch}: how records are grouped into one journal write.
+   *
+   * @param maxRecords most records per journal write
+   * @param maxLatency longest a record waits for its batch to fill
+   */
+  public record Batch(int maxRecords, Duration maxLatency) {
+    public Batch {
+      Objects.requireNonNull(maxLatency, "maxLatency");
+    }
 
-  /** The settings read from configuration that only the copy methods pass along unchanged. */
-  private record Extra(Duration retryInitial, Duration retryMax, double retryMultiplier, int retryMaxAttempts,
-      String dltSuffix, boolean dltCreate, int dltMaxBytes, Map<String, String> dltProducer, Duration stallTimeout,
-      OutboxSettings outbox) {
+    public Batch withMaxRecords(int value) {
+      return new Batch(value, maxLatency);
+    }
+
+    public Batch withMaxLatency(Duration value) {
+      return new Batch(maxRecords, value);
+    }
   }
 
-  private PipelineSettings(String name, String bootstrapServers, List<String> topics, String groupId,
-      String autoOffsetReset, int maxBatchRecords, Duration maxBatchLatency, Duration askTimeout,
-      Duration retryBackoffMin, Duration retryBackoffMax, int commitMaxBatch,
-      Duration commitMaxInterval, Duration drainTimeout, Map<String, String> kafkaClients,
-      PartitionActorSettings partitionActor, Extra extra) {
-    String p = "fencepost.pipelines." + name + ".";
-    this.handlerRetryInitial = positive(p + "handler-retry.initial", extra.retryInitial());
-    this.handlerRetryMax = positive(p + "handler-retry.max", extra.retryMax());
-    if (extra.retryMax().compareTo(extra.retryInitial()) < 0) {
-      throw new SettingsException(p + "handler-retry.max", extra.retryMax(),
-          "must be >= handler-retry.initial [" + extra.retryInitial() + "]");
+  /**
+   * {@code retry-backoff}: the backoff between resends of a batch its actor rejected or did not
+   * answer within {@code ask-timeout}.
+   */
+  public record RetryBackoff(Duration min, Duration max) {
+    public RetryBackoff {
+      Objects.requireNonNull(min, "min");
+      Objects.requireNonNull(max, "max");
     }
-    if (!(extra.retryMultiplier() >= 1.0)) {
-      throw new SettingsException(p + "handler-retry.multiplier", extra.retryMultiplier(), "must be >= 1.0");
+  }
+
+  /**
+   * {@code commit}: how often applied offsets are committed to Kafka (for lag monitoring only).
+   *
+   * @param maxBatch commit once this many records were applied since the last commit
+   * @param maxInterval commit at least this often while records are applied
+   */
+  public record Commit(int maxBatch, Duration maxInterval) {
+    public Commit {
+      Objects.requireNonNull(maxInterval, "maxInterval");
     }
-    this.handlerRetryMultiplier = extra.retryMultiplier();
-    this.handlerRetryMaxAttempts = positive(p + "handler-retry.max-attempts", extra.retryMaxAttempts());
-    if (extra.dltSuffix().isEmpty()) {
-      throw new SettingsException(p + "dead-letter.topic-suffix", "", "must not be empty (the source topic itself)");
+  }
+
+  /**
+   * {@code handler-retry}: the exponential backoff of a handler that throws a
+   * {@link io.fencepost.errors.RetriableException}.
+   *
+   * @param maxAttempts attempts in all, the first included, before the record is dead-lettered
+   */
+  public record HandlerRetry(Duration initial, Duration max, double multiplier, int maxAttempts) {
+    public HandlerRetry {
+      Objects.requireNonNull(initial, "initial");
+      Objects.requireNonNull(max, "max");
     }
-    this.deadLetterSuffix = extra.dltSuffix();
-    this.deadLetterCreateTopic = extra.dltCreate();
-    this.deadLetterMaxRecordBytes = positive(p + "dead-letter.max-record-bytes", extra.dltMaxBytes());
-    io.fencepost.kafka.internal.ProducerSafety.check(extra.dltProducer(), p + "dead-letter.producer-kafka-clients");
-    this.deadLetterProducer = Map.copyOf(extra.dltProducer());
-    this.stallTimeout = positive(p + "stall-timeout", extra.stallTimeout());
-    this.extra = extra;
-    this.name = name;
-    this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
-    for (String t : topics) {
-      if (t.isBlank() || t.contains("|")) {
-        throw new SettingsException(p + "topics", topics, "must hold non-empty topic names without '|'");
+
+    public HandlerRetry withMaxAttempts(int value) {
+      return new HandlerRetry(initial, max, multiplier, value);
+    }
+  }
+
+  /**
+   * {@code dead-letter}: where records that cannot be applied go.
+   *
+   * @param topicSuffix the dead-letter topic of topic T is T plus this suffix
+   * @param createTopic create a missing dead-letter topic at start (off: a missing one fails the start)
+   * @param maxRecordBytes values larger than this are dead-lettered without being decoded
+   * @param producer pass-through properties of the dead-letter producer (validated: idempotence
+   *     cannot be switched off)
+   */
+  public record DeadLetter(String topicSuffix, boolean createTopic, int maxRecordBytes, Map<String, String> producer) {
+    public DeadLetter {
+      Objects.requireNonNull(topicSuffix, "topicSuffix");
+      producer = Map.copyOf(producer);
+    }
+
+    /** The dead-letter topic of {@code topic}. */
+    public String topicFor(String topic) {
+      return topic + topicSuffix;
+    }
+
+    public DeadLetter withCreateTopic(boolean value) {
+      return new DeadLetter(topicSuffix, value, maxRecordBytes, producer);
+    }
+
+    public DeadLetter withMaxRecordBytes(int value) {
+      return new DeadLetter(topicSuffix, createTopic, value, producer);
+    }
+  }
+
+  /** Every value, copied before a {@code withX} changes one; never changed once settings hold it. */
+  private static final class Values implements Cloneable {
+    String name;
+    String bootstrapServers;
+    List<String> topics;
+    String groupId;
+    String autoOffsetReset;
+    Batch batch;
+    Duration askTimeout;
+    RetryBackoff retryBackoff;
+    Duration stallTimeout;
+    Commit commit;
+    Duration drainTimeout;
+    Duration progressInterval;
+    HandlerRetry handlerRetry;
+    DeadLetter deadLetter;
+    OutboxSettings outbox;
+    Map<String, String> kafkaClients;
+    PartitionActorSettings partitionActor;
+
+    Values copy() {
+      try {
+        return (Values) clone();
+      } catch (CloneNotSupportedException e) {
+        throw new AssertionError(e);
       }
     }
-    this.topics = List.copyOf(topics);
-    this.groupId = groupId.isEmpty() ? name : groupId;
-    if (this.groupId.contains("|")) {
-      throw new SettingsException(p + "group-id", groupId, "must not contain '|'");
+  }
+
+  private final Values v;
+
+  private PipelineSettings(Values values) {
+    this.v = values;
+    String p = "fencepost.pipelines." + v.name + ".";
+    Objects.requireNonNull(v.bootstrapServers, "bootstrapServers");
+    for (String t : v.topics) {
+      if (t.isBlank() || t.contains("|")) {
+        throw new SettingsException(p + "topics", v.topics, "must hold non-empty topic names without '|'");
+      }
     }
-    String reset = autoOffsetReset.toLowerCase(Locale.ROOT);
+    v.topics = List.copyOf(v.topics);
+    if (v.groupId.isEmpty()) {
+      v.groupId = v.name;
+    }
+    if (v.groupId.contains("|")) {
+      throw new SettingsException(p + "group-id", v.groupId, "must not contain '|'");
+    }
+    String reset = v.autoOffsetReset.toLowerCase(Locale.ROOT);
     if (!reset.equals("earliest") && !reset.equals("latest")) {
-      throw new SettingsException(p + "auto-offset-reset", autoOffsetReset, "must be earliest or latest");
+      throw new SettingsException(p + "auto-offset-reset", v.autoOffsetReset, "must be earliest or latest");
     }
-    this.autoOffsetReset = reset;
-    this.maxBatchRecords = positive(p + "batch.max-records", maxBatchRecords);
-    this.maxBatchLatency = positive(p + "batch.max-latency", maxBatchLatency);
-    this.askTimeout = positive(p + "ask-timeout", askTimeout);
-    if (askTimeout.compareTo(maxBatchLatency) <= 0) {
-      throw new SettingsException(p + "ask-timeout", askTimeout,
-          "must be longer than batch.max-latency [" + maxBatchLatency + "], or every batch times out");
+    v.autoOffsetReset = reset;
+    positive(p + "batch.max-records", v.batch.maxRecords());
+    positive(p + "batch.max-latency", v.batch.maxLatency());
+    positive(p + "ask-timeout", v.askTimeout);
+    if (v.askTimeout.compareTo(v.batch.maxLatency()) <= 0) {
+      throw new SettingsException(p + "ask-timeout", v.askTimeout,
+          "must be longer than batch.max-latency [" + v.batch.maxLatency() + "], or every batch times out");
     }
-    this.retryBackoffMin = positive(p + "retry-backoff.min", retryBackoffMin);
-    this.retryBackoffMax = positive(p + "retry-backoff.max", retryBackoffMax);
-    if (retryBackoffMax.compareTo(retryBackoffMin) < 0) {
-      throw new SettingsException(p + "retry-backoff.max", retryBackoffMax,
-          "must be >= retry-backoff.min [" + retryBackoffMin + "]");
+    positive(p + "retry-backoff.min", v.retryBackoff.min());
+    positive(p + "retry-backoff.max", v.retryBackoff.max());
+    if (v.retryBackoff.max().compareTo(v.retryBackoff.min()) < 0) {
+      throw new SettingsException(p + "retry-backoff.max", v.retryBackoff.max(),
+          "must be >= retry-backoff.min [" + v.retryBackoff.min() + "]");
     }
-    this.commitMaxBatch = positive(p + "commit.max-batch", commitMaxBatch);
-    this.commitMaxInterval = positive(p + "commit.max-interval", commitMaxInterval);
-    this.drainTimeout = positive(p + "drain-timeout", drainTimeout);
-    this.kafkaClients = Map.copyOf(kafkaClients);
-    String autoCommit = kafkaClients.get("enable.auto.commit");
+    positive(p + "stall-timeout", v.stallTimeout);
+    positive(p + "commit.max-batch", v.commit.maxBatch());
+    positive(p + "commit.max-interval", v.commit.maxInterval());
+    positive(p + "drain-timeout", v.drainTimeout);
+    if (v.progressInterval.isNegative()) {
+      throw new SettingsException(p + "progress-interval", v.progressInterval, "must be >= 0 (0s: no progress line)");
+    }
+    HandlerRetry r = v.handlerRetry;
+    positive(p + "handler-retry.initial", r.initial());
+    positive(p + "handler-retry.max", r.max());
+    if (r.max().compareTo(r.initial()) < 0) {
+      throw new SettingsException(p + "handler-retry.max", r.max(),
+          "must be >= handler-retry.initial [" + r.initial() + "]");
+    }
+    if (!(r.multiplier() >= 1.0)) {
+      throw new SettingsException(p + "handler-retry.multiplier", r.multiplier(), "must be >= 1.0");
+    }
+    positive(p + "handler-retry.max-attempts", r.maxAttempts());
+    if (v.deadLetter.topicSuffix().isEmpty()) {
+      throw new SettingsException(p + "dead-letter.topic-suffix", "", "must not be empty (the source topic itself)");
+    }
+    positive(p + "dead-letter.max-record-bytes", v.deadLetter.maxRecordBytes());
+    ProducerSafety.check(v.deadLetter.producer(), p + "dead-letter.producer-kafka-clients");
+    Objects.requireNonNull(v.outbox, "outbox");
+    v.kafkaClients = Map.copyOf(v.kafkaClients);
+    String autoCommit = v.kafkaClients.get("enable.auto.commit");
     if (autoCommit != null && autoCommit.trim().equalsIgnoreCase("true")) {
       throw new SettingsException(p + "kafka-clients.enable.auto.commit", autoCommit,
           "must not be true: auto-commit records progress before effects are durable (at-most-once in disguise); "
               + "remove it, Fencepost commits after each journal write");
     }
-    if (kafkaClients.containsKey("group.id")) {
-      throw new SettingsException(p + "kafka-clients.group.id", kafkaClients.get("group.id"),
+    if (v.kafkaClients.containsKey("group.id")) {
+      throw new SettingsException(p + "kafka-clients.group.id", v.kafkaClients.get("group.id"),
           "must not be set here; use " + p + "group-id");
     }
-    this.partitionActor = Objects.requireNonNull(partitionActor, "partitionActor");
-    if (partitionActor.callTimeout().compareTo(askTimeout) >= 0) {
-      throw new SettingsException(p + "partition-actor.external-call.timeout", partitionActor.callTimeout(),
-          "must be shorter than ask-timeout [" + askTimeout + "]: a batch waiting for its external call would "
+    Objects.requireNonNull(v.partitionActor, "partitionActor");
+    if (v.partitionActor.callTimeout().compareTo(v.askTimeout) >= 0) {
+      throw new SettingsException(p + "partition-actor.external-call.timeout", v.partitionActor.callTimeout(),
+          "must be shorter than ask-timeout [" + v.askTimeout + "]: a batch waiting for its external call would "
               + "time out and be resent while the call runs");
     }
   }
@@ -143,29 +242,28 @@ public final class PipelineSettings {
    * settings can be completed with {@code withX} first.
    */
   PipelineSettings requireComplete() {
-    String p = "fencepost.pipelines." + name + ".";
-    if (bootstrapServers.isBlank()) {
-      throw new SettingsException(p + "bootstrap-servers", bootstrapServers,
+    String p = "fencepost.pipelines." + v.name + ".";
+    if (v.bootstrapServers.isBlank()) {
+      throw new SettingsException(p + "bootstrap-servers", v.bootstrapServers,
           "must be set to host:port[,host:port] (or call withBootstrapServers)");
     }
-    if (topics.isEmpty()) {
-      throw new SettingsException(p + "topics", topics, "must name at least one topic (or call withTopics)");
+    if (v.topics.isEmpty()) {
+      throw new SettingsException(p + "topics", v.topics, "must name at least one topic (or call withTopics)");
     }
     return this;
   }
 
-  private static int positive(String key, int v) {
-    if (v <= 0) {
-      throw new SettingsException(key, v, "must be > 0");
+  private static void positive(String key, int value) {
+    if (value <= 0) {
+      throw new SettingsException(key, value, "must be > 0");
     }
-    return v;
   }
 
-  static Duration positive(String key, Duration v) {
-    if (v.isZero() || v.isNegative()) {
-      throw new SettingsException(key, v, "must be > 0");
+  static Duration positive(String key, Duration value) {
+    if (value.isZero() || value.isNegative()) {
+      throw new SettingsException(key, value, "must be > 0");
     }
-    return v;
+    return value;
   }
 
   /** The settings of pipeline {@code name} from the system's configuration. */
@@ -182,44 +280,45 @@ public final class PipelineSettings {
     Config section = (root.hasPath("fencepost.pipelines.\"" + name + "\"")
         ? root.getConfig("fencepost.pipelines.\"" + name + "\"") : ConfigFactory.empty())
         .withFallback(root.getConfig("fencepost.pipeline"));
+    if (section.hasPath("shard-handoff-timeout")) {
+      log.warn("{}.shard-handoff-timeout is no longer read: a partition's actor runs on the node Kafka assigned "
+          + "the partition to, without a hand-off to wait for; remove the setting", own);
+    }
+    Values v = new Values();
+    v.name = name;
     String key = null;
     try {
       key = "partition-actor";
       Config actorSection = section.getConfig(key).withFallback(root.getConfig(PartitionActorSettings.CONFIG_PATH));
-      PartitionActorSettings actor = PartitionActorSettings.fromSection(actorSection, own + ".partition-actor");
+      v.partitionActor = PartitionActorSettings.fromSection(actorSection, own + ".partition-actor");
       key = "kafka-clients";
-      Map<String, String> clients = new TreeMap<>();
-      for (Map.Entry<String, ConfigValue> e : section.getConfig(key).entrySet()) {
-        clients.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
-      }
+      v.kafkaClients = properties(section.getConfig(key));
       key = "bootstrap-servers";
-      String bootstrap = section.getString(key);
+      v.bootstrapServers = section.getString(key);
       key = "topics";
-      List<String> topics = section.getStringList(key);
+      v.topics = section.getStringList(key);
       key = "group-id";
-      String group = section.getString(key);
+      v.groupId = section.getString(key);
       key = "auto-offset-reset";
-      String reset = section.getString(key);
+      v.autoOffsetReset = section.getString(key);
       key = "batch.max-records";
       int maxRecords = section.getInt(key);
       key = "batch.max-latency";
-      Duration maxLatency = section.getDuration(key);
+      v.batch = new Batch(maxRecords, section.getDuration(key));
       key = "ask-timeout";
-      Duration ask = section.getDuration(key);
+      v.askTimeout = section.getDuration(key);
       key = "retry-backoff.min";
       Duration min = section.getDuration(key);
       key = "retry-backoff.max";
-      Duration max = section.getDuration(key);
-      if (section.hasPath("shard-handoff-timeout")) {
-        log.warn("{}.shard-handoff-timeout is no longer read: a partition's actor runs on the node Kafka assigned "
-            + "the partition to, without a hand-off to wait for; remove the setting", own);
-      }
+      v.retryBackoff = new RetryBackoff(min, section.getDuration(key));
       key = "commit.max-batch";
       int commitBatch = section.getInt(key);
       key = "commit.max-interval";
-      Duration commitInterval = section.getDuration(key);
+      v.commit = new Commit(commitBatch, section.getDuration(key));
       key = "drain-timeout";
-      Duration drain = section.getDuration(key);
+      v.drainTimeout = section.getDuration(key);
+      key = "progress-interval";
+      v.progressInterval = section.getDuration(key);
       key = "handler-retry.initial";
       Duration retryInitial = section.getDuration(key);
       key = "handler-retry.max";
@@ -227,7 +326,7 @@ public final class PipelineSettings {
       key = "handler-retry.multiplier";
       double multiplier = section.getDouble(key);
       key = "handler-retry.max-attempts";
-      int attempts = section.getInt(key);
+      v.handlerRetry = new HandlerRetry(retryInitial, retryMax, multiplier, section.getInt(key));
       key = "dead-letter.topic-suffix";
       String suffix = section.getString(key);
       key = "dead-letter.create-topic";
@@ -235,201 +334,207 @@ public final class PipelineSettings {
       key = "dead-letter.max-record-bytes";
       int maxBytes = section.getInt(key);
       key = "dead-letter.producer-kafka-clients";
-      Map<String, String> producer = new TreeMap<>();
-      for (Map.Entry<String, ConfigValue> e : section.getConfig(key).entrySet()) {
-        producer.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
-      }
+      v.deadLetter = new DeadLetter(suffix, create, maxBytes, properties(section.getConfig(key)));
       key = "stall-timeout";
-      Duration stall = section.getDuration(key);
+      v.stallTimeout = section.getDuration(key);
       key = "outbox";
-      OutboxSettings outbox = OutboxSettings.fromSection(section.getConfig(key), own + ".outbox");
-      return new PipelineSettings(name, bootstrap, topics, group, reset, maxRecords, maxLatency, ask, min, max,
-          commitBatch, commitInterval, drain, clients, actor,
-          new Extra(retryInitial, retryMax, multiplier, attempts, suffix, create, maxBytes, producer, stall, outbox));
+      v.outbox = OutboxSettings.fromSection(section.getConfig(key), own + ".outbox");
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(own + "." + key, "?", "has the wrong type or format (" + e.getMessage() + ")");
     } catch (ConfigException.Missing e) {
       throw new SettingsException(own + "." + key, "missing", "must be set (see reference.conf)");
     }
+    return new PipelineSettings(v);
   }
 
-  private PipelineSettings copy(String bootstrap, List<String> topics, String group, int maxRecords,
-      Duration maxLatency, Map<String, String> clients, PartitionActorSettings actor) {
-    return new PipelineSettings(name, bootstrap, topics, group, autoOffsetReset, maxRecords, maxLatency, askTimeout,
-        retryBackoffMin, retryBackoffMax, commitMaxBatch, commitMaxInterval, drainTimeout,
-        clients, actor, extra);
+  /** A block of pass-through client properties (quoted dotted keys unquoted). */
+  static Map<String, String> properties(Config block) {
+    Map<String, String> out = new TreeMap<>();
+    for (Map.Entry<String, ConfigValue> e : block.entrySet()) {
+      out.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
+    }
+    return out;
   }
 
+  private PipelineSettings with(Consumer<Values> change) {
+    Values copy = v.copy();
+    change.accept(copy);
+    return new PipelineSettings(copy);
+  }
+
+  /** {@code bootstrap-servers}: host:port[,host:port...]. */
   public PipelineSettings withBootstrapServers(String value) {
-    return copy(value, topics, groupId, maxBatchRecords, maxBatchLatency, kafkaClients, partitionActor);
+    return with(c -> c.bootstrapServers = value);
   }
 
+  /** {@code topics}. */
   public PipelineSettings withTopics(List<String> value) {
-    return copy(bootstrapServers, value, groupId, maxBatchRecords, maxBatchLatency, kafkaClients, partitionActor);
+    return with(c -> c.topics = value);
   }
 
+  /** {@code group-id}; empty: the pipeline's name. */
   public PipelineSettings withGroupId(String value) {
-    return copy(bootstrapServers, topics, value, maxBatchRecords, maxBatchLatency, kafkaClients, partitionActor);
+    return with(c -> c.groupId = value);
   }
 
+  /** {@code auto-offset-reset}: earliest or latest. */
+  public PipelineSettings withAutoOffsetReset(String value) {
+    return with(c -> c.autoOffsetReset = value);
+  }
+
+  /** {@code batch}. */
+  public PipelineSettings withBatch(Batch value) {
+    return with(c -> c.batch = Objects.requireNonNull(value, "batch"));
+  }
+
+  /** {@code batch.max-records} and {@code batch.max-latency}. */
   public PipelineSettings withBatch(int maxRecords, Duration maxLatency) {
-    return copy(bootstrapServers, topics, groupId, maxRecords, maxLatency, kafkaClients, partitionActor);
+    return withBatch(new Batch(maxRecords, maxLatency));
   }
 
+  /** {@code ask-timeout}. */
+  public PipelineSettings withAskTimeout(Duration value) {
+    return with(c -> c.askTimeout = Objects.requireNonNull(value, "askTimeout"));
+  }
+
+  /** {@code retry-backoff}. */
+  public PipelineSettings withRetryBackoff(RetryBackoff value) {
+    return with(c -> c.retryBackoff = Objects.requireNonNull(value, "retryBackoff"));
+  }
+
+  /** {@code stall-timeout}. */
+  public PipelineSettings withStallTimeout(Duration value) {
+    return with(c -> c.stallTimeout = Objects.requireNonNull(value, "stallTimeout"));
+  }
+
+  /** {@code commit}. */
+  public PipelineSettings withCommit(Commit value) {
+    return with(c -> c.commit = Objects.requireNonNull(value, "commit"));
+  }
+
+  /** {@code drain-timeout}. */
+  public PipelineSettings withDrainTimeout(Duration value) {
+    return with(c -> c.drainTimeout = Objects.requireNonNull(value, "drainTimeout"));
+  }
+
+  /** {@code progress-interval}; zero: no progress line. */
+  public PipelineSettings withProgressInterval(Duration value) {
+    return with(c -> c.progressInterval = Objects.requireNonNull(value, "progressInterval"));
+  }
+
+  /** {@code handler-retry}. */
+  public PipelineSettings withHandlerRetry(HandlerRetry value) {
+    return with(c -> c.handlerRetry = Objects.requireNonNull(value, "handlerRetry"));
+  }
+
+  /** {@code dead-letter}. */
+  public PipelineSettings withDeadLetter(DeadLetter value) {
+    return with(c -> c.deadLetter = Objects.requireNonNull(value, "deadLetter"));
+  }
+
+  /** {@code outbox}. */
+  public PipelineSettings withOutbox(OutboxSettings value) {
+    return with(c -> c.outbox = Objects.requireNonNull(value, "outbox"));
+  }
+
+  /** One {@code kafka-clients} property (added or replaced). */
   public PipelineSettings withKafkaClient(String key, String value) {
-    Map<String, String> m = new TreeMap<>(kafkaClients);
+    Map<String, String> m = new TreeMap<>(v.kafkaClients);
     m.put(key, value);
-    return copy(bootstrapServers, topics, groupId, maxBatchRecords, maxBatchLatency, m, partitionActor);
+    return withKafkaClients(m);
   }
 
+  /** {@code kafka-clients}: every pass-through consumer property. */
+  public PipelineSettings withKafkaClients(Map<String, String> value) {
+    return with(c -> c.kafkaClients = Objects.requireNonNull(value, "kafkaClients"));
+  }
+
+  /** {@code partition-actor}. */
   public PipelineSettings withPartitionActor(PartitionActorSettings value) {
-    return copy(bootstrapServers, topics, groupId, maxBatchRecords, maxBatchLatency, kafkaClients, value);
+    return with(c -> c.partitionActor = value);
   }
 
   public String name() {
-    return name;
+    return v.name;
   }
 
   public String bootstrapServers() {
-    return bootstrapServers;
+    return v.bootstrapServers;
   }
 
   public List<String> topics() {
-    return topics;
+    return v.topics;
   }
 
   public String groupId() {
-    return groupId;
+    return v.groupId;
   }
 
   public String autoOffsetReset() {
-    return autoOffsetReset;
+    return v.autoOffsetReset;
   }
 
-  public int maxBatchRecords() {
-    return maxBatchRecords;
-  }
-
-  public Duration maxBatchLatency() {
-    return maxBatchLatency;
+  public Batch batch() {
+    return v.batch;
   }
 
   public Duration askTimeout() {
-    return askTimeout;
+    return v.askTimeout;
   }
 
-  public Duration retryBackoffMin() {
-    return retryBackoffMin;
+  public RetryBackoff retryBackoff() {
+    return v.retryBackoff;
   }
 
-  public Duration retryBackoffMax() {
-    return retryBackoffMax;
+  /** How long an assigned partition with records to read may make no progress before it is seeked again. */
+  public Duration stallTimeout() {
+    return v.stallTimeout;
   }
 
-  public int commitMaxBatch() {
-    return commitMaxBatch;
-  }
-
-  public Duration commitMaxInterval() {
-    return commitMaxInterval;
+  public Commit commit() {
+    return v.commit;
   }
 
   public Duration drainTimeout() {
-    return drainTimeout;
+    return v.drainTimeout;
   }
 
-  /** Pass-through KafkaConsumer properties. */
-  public Map<String, String> kafkaClients() {
-    return kafkaClients;
+  /** How often the pipeline logs its progress line at INFO; zero: never. */
+  public Duration progressInterval() {
+    return v.progressInterval;
   }
 
-  public PartitionActorSettings partitionActor() {
-    return partitionActor;
+  public HandlerRetry handlerRetry() {
+    return v.handlerRetry;
   }
 
-  public Duration handlerRetryInitial() {
-    return handlerRetryInitial;
-  }
-
-  public Duration handlerRetryMax() {
-    return handlerRetryMax;
-  }
-
-  public double handlerRetryMultiplier() {
-    return handlerRetryMultiplier;
-  }
-
-  /** Attempts in all (the first included) before a retriable handler failure is dead-lettered. */
-  public int handlerRetryMaxAttempts() {
-    return handlerRetryMaxAttempts;
-  }
-
-  /** How long an assigned partition with records to read may make no progress before the consumer restarts. */
-  public Duration stallTimeout() {
-    return stallTimeout;
-  }
-
-  /** The dead-letter topic of {@code topic}. */
-  public String deadLetterTopic(String topic) {
-    return topic + deadLetterSuffix;
-  }
-
-  public boolean deadLetterCreateTopic() {
-    return deadLetterCreateTopic;
-  }
-
-  public int deadLetterMaxRecordBytes() {
-    return deadLetterMaxRecordBytes;
-  }
-
-  /** Pass-through properties of the dead-letter producer (already validated). */
-  public Map<String, String> deadLetterProducer() {
-    return deadLetterProducer;
-  }
-
-  /** A copy with another handler-retry policy. */
-  public PipelineSettings withHandlerRetry(Duration initial, Duration max, double multiplier, int maxAttempts) {
-    return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
-        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, commitMaxBatch,
-        commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(initial, max, multiplier,
-        maxAttempts, deadLetterSuffix, deadLetterCreateTopic, deadLetterMaxRecordBytes, deadLetterProducer,
-        stallTimeout, extra.outbox()));
-  }
-
-  /** A copy with another dead-letter policy. */
-  public PipelineSettings withDeadLetter(String topicSuffix, boolean createTopic, int maxRecordBytes) {
-    return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
-        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, commitMaxBatch,
-        commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(handlerRetryInitial, handlerRetryMax,
-        handlerRetryMultiplier, handlerRetryMaxAttempts, topicSuffix, createTopic, maxRecordBytes, deadLetterProducer,
-        stallTimeout, extra.outbox()));
+  public DeadLetter deadLetter() {
+    return v.deadLetter;
   }
 
   /** The outbox relay's settings. */
   public OutboxSettings outbox() {
-    return extra.outbox();
+    return v.outbox;
   }
 
-  /** A copy with other outbox relay settings. */
-  public PipelineSettings withOutbox(OutboxSettings value) {
-    Extra e = extra;
-    return new PipelineSettings(name, bootstrapServers, topics, groupId, autoOffsetReset, maxBatchRecords,
-        maxBatchLatency, askTimeout, retryBackoffMin, retryBackoffMax, commitMaxBatch,
-        commitMaxInterval, drainTimeout, kafkaClients, partitionActor, new Extra(e.retryInitial(), e.retryMax(),
-        e.retryMultiplier(), e.retryMaxAttempts(), e.dltSuffix(), e.dltCreate(), e.dltMaxBytes(), e.dltProducer(),
-        e.stallTimeout(), Objects.requireNonNull(value, "outbox")));
+  /** Pass-through KafkaConsumer properties. */
+  public Map<String, String> kafkaClients() {
+    return v.kafkaClients;
+  }
+
+  public PartitionActorSettings partitionActor() {
+    return v.partitionActor;
   }
 
   @Override
   public String toString() {
-    return "PipelineSettings(name=" + name + ", bootstrapServers=" + bootstrapServers + ", topics=" + topics
-        + ", groupId=" + groupId + ", autoOffsetReset=" + autoOffsetReset + ", batch=" + maxBatchRecords + "/"
-        + maxBatchLatency + ", askTimeout=" + askTimeout + ", retryBackoff=" + retryBackoffMin + ".."
-        + retryBackoffMax + ", commit=" + commitMaxBatch + "/"
-        + commitMaxInterval + ", drainTimeout=" + drainTimeout + ", kafkaClients=" + kafkaClients.keySet()
-        + ", handlerRetry=" + handlerRetryInitial + ".." + handlerRetryMax + " x" + handlerRetryMultiplier + " /"
-        + handlerRetryMaxAttempts + ", deadLetter=*" + deadLetterSuffix + (deadLetterCreateTopic ? " (create)" : "")
-        + " max " + deadLetterMaxRecordBytes + " B, outbox=" + (extra.outbox().enabled() ? "on" : "off")
-        + ", partitionActor=" + partitionActor + ")";
+    return "PipelineSettings(name=" + v.name + ", bootstrapServers=" + v.bootstrapServers + ", topics=" + v.topics
+        + ", groupId=" + v.groupId + ", autoOffsetReset=" + v.autoOffsetReset + ", " + v.batch + ", askTimeout="
+        + v.askTimeout + ", " + v.retryBackoff + ", stallTimeout=" + v.stallTimeout + ", " + v.commit
+        + ", drainTimeout=" + v.drainTimeout + ", progressInterval=" + v.progressInterval
+        + ", kafkaClients=" + v.kafkaClients.keySet() + ", " + v.handlerRetry + ", deadLetter=*"
+        + v.deadLetter.topicSuffix() + (v.deadLetter.createTopic() ? " (create)" : "") + " max "
+        + v.deadLetter.maxRecordBytes() + " B, outbox=" + (v.outbox.enabled() ? "on" : "off")
+        + ", partitionActor=" + v.partitionActor + ")";
   }
 }

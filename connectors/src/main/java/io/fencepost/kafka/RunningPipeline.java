@@ -64,6 +64,8 @@ final class RunningPipeline<V> implements Pipeline {
   private final PartitionOwnership ownership;
   private volatile CompletionStage<Done> stopped;
   private volatile Cancellable watchdog;
+  private volatile Cancellable progress;
+  private final ProgressLine progressLine = new ProgressLine();
   // (end offset, position) at the last watchdog restart: again only once records arrived or it moved since
   private final Map<TopicPartition, List<Long>> restartedAt = new ConcurrentHashMap<>();
   private final Deserializer<V> valueDeserializer;
@@ -147,7 +149,28 @@ final class RunningPipeline<V> implements Pipeline {
     CoordinatedShutdown.get(system).addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind(),
         "fencepost-pipeline-" + settings.name(), p::stop);
     p.startWatchdog();
+    p.startProgressLine();
     return p;
+  }
+
+  /** One INFO line every {@code progress-interval}: applied, dropped, dead-lettered, lag. */
+  private void startProgressLine() {
+    Duration every = settings.progressInterval();
+    if (every.isZero()) {
+      return;
+    }
+    progress = system.scheduler().scheduleWithFixedDelay(every, every, () -> {
+      if (stopped != null) {
+        return;
+      }
+      status().whenComplete((views, e) -> {
+        if (e != null) {
+          log.debug("[{}] progress line skipped: {}", settings.name(), e.toString());
+        } else if (stopped == null) {
+          log.info(progressLine.render(settings.name(), views));
+        }
+      });
+    }, system.executionContext());
   }
 
   /**
@@ -216,7 +239,7 @@ final class RunningPipeline<V> implements Pipeline {
           + " to check topics " + settings.topics() + ": " + e, e);
     }
     for (String topic : settings.topics()) {
-      String dlt = settings.deadLetterTopic(topic);
+      String dlt = settings.deadLetter().topicFor(topic);
       int partitions = sources.get(topic).partitions().size();
       try {
         int existing = admin.describeTopics(List.of(dlt)).allTopicNames().get(30, TimeUnit.SECONDS)
@@ -226,7 +249,7 @@ final class RunningPipeline<V> implements Pipeline {
         if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
           throw new IllegalStateException("cannot check dead-letter topic [" + dlt + "]: " + e.getCause(), e);
         }
-        if (!settings.deadLetterCreateTopic()) {
+        if (!settings.deadLetter().createTopic()) {
           throw new SettingsException(p + "dead-letter.create-topic", false, "is off and dead-letter topic [" + dlt
               + "] does not exist: create it with " + partitions + " partitions, or turn the setting on");
         }
@@ -335,6 +358,9 @@ final class RunningPipeline<V> implements Pipeline {
     log.info("[{}] stopping: draining in-flight batches", settings.name());
     if (watchdog != null) {
       watchdog.cancel();
+    }
+    if (progress != null) {
+      progress.cancel();
     }
     CompletableFuture<Done> consumerClosed = ownership.stop().toCompletableFuture();
     // The streams ended with the consumer: nothing deserializes any more. Closed before stop() completes.

@@ -44,7 +44,7 @@ final class SeekTargets {
     this.settings = settings;
     this.host = host;
     this.admin = admin;
-    this.retry = new Backoff(settings.retryBackoffMin(), settings.retryBackoffMax(), 2.0);
+    this.retry = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2.0);
   }
 
   /**

@@ -31,8 +31,8 @@ class PipelineSettingsTest {
     assertEquals("k:9092", s.bootstrapServers());
     assertEquals(List.of("payments"), s.topics());
     assertEquals("ledger", s.groupId(), "group id defaults to the pipeline name");
-    assertEquals(77, s.maxBatchRecords());
-    assertEquals(Duration.ofMillis(20), s.maxBatchLatency());
+    assertEquals(77, s.batch().maxRecords());
+    assertEquals(Duration.ofMillis(20), s.batch().maxLatency());
     assertEquals(DeliveryMode.AT_LEAST_ONCE, s.partitionActor().deliveryMode());
     assertEquals(1_000_000, s.partitionActor().keyWindowMaxKeys(), "other actor keys fall back to fencepost.partition-actor");
     assertEquals(false, s.outbox().enabled(), "the outbox relay is off unless asked for");
@@ -80,5 +80,46 @@ class PipelineSettingsTest {
     SettingsException e = assertThrows(SettingsException.class,
         () -> PipelineSettings.create(ConfigFactory.defaultReference(), "no spaces"));
     assertTrue(e.getMessage().contains("letters, digits"), e.getMessage());
+  }
+
+  @Test
+  void everyWithIsValidatedLikeTheConfigurationAndLeavesTheOriginalUnchanged() {
+    PipelineSettings base = PipelineSettings.create(with(VALID), "ledger");
+    PipelineSettings changed = base.withAskTimeout(Duration.ofSeconds(25))
+        .withBatch(base.batch().withMaxRecords(50))
+        .withCommit(new PipelineSettings.Commit(10, Duration.ofMillis(300)))
+        .withHandlerRetry(base.handlerRetry().withMaxAttempts(2))
+        .withDeadLetter(base.deadLetter().withCreateTopic(false))
+        .withRetryBackoff(new PipelineSettings.RetryBackoff(Duration.ofMillis(5), Duration.ofMillis(50)))
+        .withStallTimeout(Duration.ofSeconds(7))
+        .withDrainTimeout(Duration.ofSeconds(2))
+        .withProgressInterval(Duration.ZERO)
+        .withAutoOffsetReset("LATEST");
+    assertEquals(Duration.ofSeconds(25), changed.askTimeout());
+    assertEquals(50, changed.batch().maxRecords());
+    assertEquals(Duration.ofMillis(20), changed.batch().maxLatency());
+    assertEquals(10, changed.commit().maxBatch());
+    assertEquals(2, changed.handlerRetry().maxAttempts());
+    assertEquals(false, changed.deadLetter().createTopic());
+    assertEquals("payments.dlt", changed.deadLetter().topicFor("payments"));
+    assertEquals(Duration.ofMillis(50), changed.retryBackoff().max());
+    assertEquals(Duration.ofSeconds(7), changed.stallTimeout());
+    assertEquals(Duration.ZERO, changed.progressInterval());
+    assertEquals("latest", changed.autoOffsetReset());
+    assertEquals(Duration.ofSeconds(30), base.askTimeout(), "settings are immutable");
+    assertEquals(Duration.ofSeconds(30), base.progressInterval());
+    assertEquals(1000, base.batch().maxRecords());
+
+    SettingsException ask = assertThrows(SettingsException.class, () -> base.withAskTimeout(Duration.ofMillis(10)));
+    assertEquals("fencepost.pipelines.ledger.ask-timeout", ask.key());
+    SettingsException attempts = assertThrows(SettingsException.class,
+        () -> base.withHandlerRetry(base.handlerRetry().withMaxAttempts(0)));
+    assertEquals("fencepost.pipelines.ledger.handler-retry.max-attempts", attempts.key());
+    SettingsException progress = assertThrows(SettingsException.class,
+        () -> base.withProgressInterval(Duration.ofSeconds(-1)));
+    assertEquals("fencepost.pipelines.ledger.progress-interval", progress.key());
+    SettingsException autoCommit = assertThrows(SettingsException.class,
+        () -> base.withKafkaClient("enable.auto.commit", "true"));
+    assertEquals("fencepost.pipelines.ledger.kafka-clients.enable.auto.commit", autoCommit.key());
   }
 }
