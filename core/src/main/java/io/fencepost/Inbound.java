@@ -50,6 +50,21 @@ public record Inbound<V>(PartitionId partition, long offset, Optional<String> ke
     return ReplayIds.id(partition, offset);
   }
 
+  /** The header {@code DeadLetterReplay} sets on a replayed record: the position key of its dead letter. */
+  public static final String REPLAY_OF_HEADER = ReplayIds.HEADER;
+
+  /** The header naming a replayed record's first copy, kept across replays (see {@link #originKey()}). */
+  public static final String ORIGIN_ID_HEADER = ReplayIds.ORIGIN_HEADER;
+
+  /**
+   * The offset of the dead letter that a record of {@code partition} with header
+   * {@value #REPLAY_OF_HEADER} = {@code headerValue} replays; empty when the value is missing or names
+   * another group, topic or partition (a header copied by a mirror does not make a record a replay).
+   */
+  public static OptionalLong replayedOffset(PartitionId partition, String headerValue) {
+    return ReplayIds.replayOf(partition, headerValue);
+  }
+
   /**
    * When this record is a replayed dead letter of its own partition ({@code fencepost.replay-of},
    * set by {@code DeadLetterReplay}): the offset the record was dead-lettered at.

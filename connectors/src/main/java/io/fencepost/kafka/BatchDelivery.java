@@ -25,7 +25,6 @@ import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.errors.RecordsParkedException;
-import io.fencepost.internal.ReplayIds;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -327,8 +326,8 @@ final class BatchDelivery<V> {
 
   /** The dead letter a replayed record replays: its new dead letter takes that one's place. */
   private static OptionalLong replayOf(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
-    Header h = r.headers().lastHeader(ReplayIds.HEADER);
-    return ReplayIds.replayOf(id, h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
+    Header h = r.headers().lastHeader(Inbound.REPLAY_OF_HEADER);
+    return Inbound.replayedOffset(id, h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
   }
 
   private static Optional<String> key(ConsumerRecord<byte[], byte[]> r) {

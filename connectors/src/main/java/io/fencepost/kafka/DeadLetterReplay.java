@@ -12,7 +12,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
-import io.fencepost.internal.ReplayIds;
+import io.fencepost.Inbound;
 import io.fencepost.kafka.internal.DeadLetterHeaders;
 import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -45,7 +45,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class DeadLetterReplay {
 
   /** Header on a replayed record: the dead letter's id ({@code group-topic-partition-offset}). */
-  public static final String REPLAY_OF = ReplayIds.HEADER;
+  public static final String REPLAY_OF = Inbound.REPLAY_OF_HEADER;
 
   private final String bootstrap;
   private final String deadLetterTopic;
@@ -194,9 +194,9 @@ public final class DeadLetterReplay {
     }
     if (id != null) {
       out.headers().add(REPLAY_OF, id.getBytes(StandardCharsets.UTF_8));
-      if (out.headers().lastHeader(ReplayIds.ORIGIN_HEADER) == null) {
+      if (out.headers().lastHeader(Inbound.ORIGIN_ID_HEADER) == null) {
         // The first replay of the record: later replays (of its failures) keep this id.
-        out.headers().add(ReplayIds.ORIGIN_HEADER, id.getBytes(StandardCharsets.UTF_8));
+        out.headers().add(Inbound.ORIGIN_ID_HEADER, id.getBytes(StandardCharsets.UTF_8));
       }
     }
     return out;

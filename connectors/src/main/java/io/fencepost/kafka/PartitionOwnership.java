@@ -21,7 +21,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 
 import io.fencepost.PartitionId;
-import io.fencepost.internal.PartitionMetrics;
+import io.fencepost.kafka.internal.PipelineMetrics;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -188,7 +188,7 @@ final class PartitionOwnership {
         log.warn("[{}] partition halted by its actor; not consuming it on this node until it is assigned again",
             id.shortName());
       } else {
-        PartitionMetrics.halted(id.group(), id.topic(), id.partition(), cause);
+        PipelineMetrics.halted(id, cause);
         log.error("[{}] partition HALTED: {}", id.shortName(), why);
       }
     });

@@ -113,7 +113,16 @@ public final class JdbcProjection implements AutoCloseable {
         .map(t -> new PartitionId(group, t, 0).persistenceId())
         .map(pid -> pid.substring(0, pid.lastIndexOf('|') + 1))
         .toList();
-    return new JdbcProjection(system, name, db, () -> JournalIds.withPrefixes(db, prefixes), prefixes, handler);
+    return new JdbcProjection(system, name, db, () -> journalsWithPrefixes(db, prefixes), prefixes, handler);
+  }
+
+  private static List<String> journalsWithPrefixes(JournalDatabase db, List<String> prefixes) {
+    try (Connection c = db.connect()) {
+      return JournalIds.withPrefixes(c, db.dialect() == Dialect.POSTGRES, prefixes);
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot list the journals in event_journal on " + db.jdbcUrl() + ": "
+          + e.getMessage(), e);
+    }
   }
 
   /** Creates the positions table if it is missing. */

@@ -7,9 +7,6 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 
-import io.fencepost.jdbc.Dialect;
-import io.fencepost.jdbc.JournalDatabase;
-
 /** The persistence ids present in a journal's {@code event_journal} table. */
 public final class JournalIds {
 
@@ -29,11 +26,14 @@ public final class JournalIds {
   private JournalIds() {
   }
 
-  /** Every persistence id of the journal that starts with one of {@code prefixes}, in the database's order. */
-  public static List<String> withPrefixes(JournalDatabase db, List<String> prefixes) {
-    String sql = db.dialect() == Dialect.POSTGRES ? POSTGRES_WALK : H2_DISTINCT;
+  /**
+   * Every persistence id of the journal that {@code connection} reaches and that starts with one of
+   * {@code prefixes}, in the database's order.
+   */
+  public static List<String> withPrefixes(Connection connection, boolean postgres, List<String> prefixes)
+      throws SQLException {
     List<String> out = new ArrayList<>();
-    try (Connection c = db.connect(); PreparedStatement st = c.prepareStatement(sql);
+    try (PreparedStatement st = connection.prepareStatement(postgres ? POSTGRES_WALK : H2_DISTINCT);
         ResultSet rs = st.executeQuery()) {
       while (rs.next()) {
         String pid = rs.getString(1);
@@ -41,9 +41,6 @@ public final class JournalIds {
           out.add(pid);
         }
       }
-    } catch (SQLException e) {
-      throw new IllegalStateException("cannot list the journals in event_journal on " + db.jdbcUrl() + ": "
-          + e.getMessage(), e);
     }
     return out;
   }
