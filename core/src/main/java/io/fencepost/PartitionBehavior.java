@@ -312,7 +312,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
       if (accepted != null) {
         acceptedNotRun++;
-        ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
+        ctx.getSelf().tell(new SelfCommand.RunAccepted(accepted));
       }
       replyTo.tell(outcome);
       return;
@@ -357,9 +357,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         })
         // at-most-once: the effects of records whose offset is durable run before the actor stops.
         .onCommand(PartitionCommand.Stop.class, (state, cmd) -> acceptedNotRun > 0 ? Effect().stash() : Effect().stop())
-        .onCommand(PartitionCommand.RunAccepted.class, (state, cmd) ->
+        .onCommand(SelfCommand.RunAccepted.class, (state, cmd) ->
             callInFlight != null ? Effect().stash() : onRunAccepted(state, cmd))
-        .onCommand(PartitionCommand.CallDone.class, this::onCallDone)
+        .onCommand(SelfCommand.CallDone.class, this::onCallDone)
         .build();
   }
 
@@ -545,14 +545,14 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           pendingAccepted = null;
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           acceptedNotRun++;
-          ctx.getSelf().tell(new PartitionCommand.RunAccepted(accepted));
+          ctx.getSelf().tell(new SelfCommand.RunAccepted(accepted));
         })
         .thenReply(cmd.replyTo(), s -> outcome);
   }
 
   @SuppressWarnings("unchecked")
   private Effect<BatchEvent, PartitionState<S>> onRunAccepted(PartitionState<S> state,
-      PartitionCommand.RunAccepted cmd) {
+      SelfCommand.RunAccepted cmd) {
     acceptedNotRun = Math.max(0, acceptedNotRun - 1);
     if (halted != null) {
       return Effect().unstashAll();
@@ -631,11 +631,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }, blocking).orTimeout(settings.callTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
     ctx.getLog().debug("[{}] offset [{}]: external call with idempotency key [{}]", partition.shortName(), offset,
         key);
-    ctx.pipeToSelf(result, (outcome, failure) -> new PartitionCommand.CallDone(callId, offset, key, outcome, failure));
+    ctx.pipeToSelf(result, (outcome, failure) -> new SelfCommand.CallDone(callId, offset, key, outcome, failure));
   }
 
   /** Journals a call's outcome (the offset does not move), then lets the waiting batch run again. */
-  private Effect<BatchEvent, PartitionState<S>> onCallDone(PartitionState<S> state, PartitionCommand.CallDone done) {
+  private Effect<BatchEvent, PartitionState<S>> onCallDone(PartitionState<S> state, SelfCommand.CallDone done) {
     if (!done.callId().equals(callInFlight)) {
       return Effect().none();   // a call abandoned by a restart
     }

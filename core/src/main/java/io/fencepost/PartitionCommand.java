@@ -11,7 +11,7 @@ import org.apache.pekko.actor.typed.ActorRef;
  */
 public sealed interface PartitionCommand
     permits PartitionCommand.ApplyBatch, PartitionCommand.GetStatus, PartitionCommand.Stop,
-    PartitionCommand.RunAccepted, PartitionCommand.CallDone {
+    SelfCommand {
 
   /**
    * Apply a batch of records of this partition, in offset order. The reply comes after the journal
@@ -67,14 +67,5 @@ public sealed interface PartitionCommand
 
   /** Stop this incarnation (it recovers from the journal when next needed). */
   record Stop() implements PartitionCommand {
-  }
-
-  /** Internal: at-most-once's second step, running handlers after the offset was written. */
-  record RunAccepted(List<Inbound<?>> records) implements PartitionCommand {
-  }
-
-  /** Internal: an external call made for the record at {@code offset} finished (never sent remotely). */
-  record CallDone(String callId, long offset, String key, String outcome, Throwable failure)
-      implements PartitionCommand {
   }
 }

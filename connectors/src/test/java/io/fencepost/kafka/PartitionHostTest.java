@@ -41,7 +41,11 @@ class PartitionHostTest {
     kit.shutdownTestKit();
   }
 
-  /** Logs "start N" and "stop N"; answers GetStatus with its incarnation number; RunAccepted = die. */
+  private static PartitionCommand die() {
+    return new PartitionCommand.ApplyBatch(List.of(), kit.system().ignoreRef());
+  }
+
+  /** Logs "start N" and "stop N"; answers GetStatus with its incarnation number; an empty ApplyBatch = die. */
   private static Behavior<PartitionCommand> standIn(AtomicInteger incarnations, BlockingQueue<String> events,
       Duration slowStop) {
     return Behaviors.setup(ctx -> {
@@ -52,9 +56,9 @@ class PartitionHostTest {
             g.replyTo().tell(new PartitionStatus(P0, OptionalLong.of(n), 0, 0, 0, 0, "i" + n, "node", 0));
             return Behaviors.same();
           })
-          .onMessage(PartitionCommand.RunAccepted.class, r -> Behaviors.stopped())
+          .onMessage(PartitionCommand.ApplyBatch.class, r -> Behaviors.stopped())
           .onMessage(PartitionCommand.Stop.class, s -> {
-            timers.startSingleTimer(new PartitionCommand.RunAccepted(List.of()), slowStop);
+            timers.startSingleTimer(die(), slowStop);
             return Behaviors.same();
           })
           .onSignal(PostStop.class, s -> {
@@ -105,7 +109,7 @@ class PartitionHostTest {
         Duration.ofSeconds(5));
     host.admit(P0);
     assertEquals(1, incarnationOf(host));
-    host.actor(P0).toCompletableFuture().get(5, TimeUnit.SECONDS).tell(new PartitionCommand.RunAccepted(List.of()));
+    host.actor(P0).toCompletableFuture().get(5, TimeUnit.SECONDS).tell(die());
     assertEquals("start 1", events.poll(5, TimeUnit.SECONDS));
     assertEquals("stop 1", events.poll(5, TimeUnit.SECONDS));
     assertEquals(2, incarnationOf(host));

@@ -1,0 +1,16 @@
+package io.fencepost;
+
+import java.util.List;
+
+/** The messages a partition actor sends itself; never sent by a pipeline, never sent remotely. */
+sealed interface SelfCommand extends PartitionCommand permits SelfCommand.RunAccepted, SelfCommand.CallDone {
+
+  /** At-most-once's second step: running handlers after the offset was written. */
+  record RunAccepted(List<Inbound<?>> records) implements SelfCommand {
+  }
+
+  /** An external call made for the record at {@code offset} finished. */
+  record CallDone(String callId, long offset, String key, String outcome, Throwable failure)
+      implements SelfCommand {
+  }
+}
