@@ -355,6 +355,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           cmd.replyTo().tell(status(state));
           return Effect().none();
         })
+        .onCommand(PartitionCommand.GetState.class, (state, cmd) -> {
+          cmd.replyTo().tell(state.user());
+          return Effect().none();
+        })
         // at-most-once: the effects of records whose offset is durable run before the actor stops.
         .onCommand(PartitionCommand.Stop.class, (state, cmd) -> acceptedNotRun > 0 ? Effect().stash() : Effect().stop())
         .onCommand(SelfCommand.RunAccepted.class, (state, cmd) ->

@@ -10,8 +10,8 @@ import org.apache.pekko.actor.typed.ActorRef;
  * {@link BatchOutcome} before sending the next batch of the same partition.
  */
 public sealed interface PartitionCommand
-    permits PartitionCommand.ApplyBatch, PartitionCommand.GetStatus, PartitionCommand.Stop,
-    SelfCommand {
+    permits PartitionCommand.ApplyBatch, PartitionCommand.GetStatus, PartitionCommand.GetState,
+    PartitionCommand.Stop, SelfCommand {
 
   /**
    * Apply a batch of records of this partition, in offset order. The reply comes after the journal
@@ -61,6 +61,17 @@ public sealed interface PartitionCommand
   /** Ask for the partition's stored position and counters (recovering it first if needed). */
   record GetStatus(ActorRef<PartitionStatus> replyTo) implements PartitionCommand {
     public GetStatus {
+      Objects.requireNonNull(replyTo, "replyTo");
+    }
+  }
+
+  /**
+   * Ask for the actor's current user state (recovering it first if needed), for tests and tools in
+   * the same process: the state is sent as is, never serialized, so this command is refused
+   * between nodes.
+   */
+  record GetState(ActorRef<Object> replyTo) implements PartitionCommand {
+    public GetState {
       Objects.requireNonNull(replyTo, "replyTo");
     }
   }

@@ -78,7 +78,7 @@ public final class ProtocolSerializer extends BinarySerializer {
       return STATUS;
     }
     throw new IllegalArgumentException("ProtocolSerializer cannot serialize " + o.getClass().getName()
-        + " (RunAccepted never leaves its actor)");
+        + " (GetState answers only in the actor's own process)");
   }
 
   @Override

@@ -1,0 +1,320 @@
+package io.fencepost.testkit;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.AppliedBatch;
+import io.fencepost.BatchOutcome;
+import io.fencepost.DeadLetter;
+import io.fencepost.Inbound;
+import io.fencepost.OutboxRecord;
+import io.fencepost.PartitionActor;
+import io.fencepost.PartitionActorSettings;
+import io.fencepost.PartitionCommand;
+import io.fencepost.PartitionContext;
+import io.fencepost.PartitionId;
+import io.fencepost.PartitionStatus;
+import io.fencepost.errors.HandlerFailedException;
+import io.fencepost.errors.RecordsParkedException;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
+
+/**
+ * Unit tests for a {@link PartitionActor} without a broker or a database: the actor runs as in
+ * production (same behavior, same journal writes, same recovery), on Pekko's in-memory journal and
+ * snapshot store, and the kit plays the pipeline's part. Feed records, redeliver them, re-send a
+ * business key, crash and recover, then assert the effects: state, journaled events, dropped
+ * records, dead letters, outbox records and external-call keys.
+ *
+ * <pre>{@code
+ * try (PartitionActorTestKit<Payment, Ledger, Credited> kit = PartitionActorTestKit.create(LedgerActor::new)) {
+ *   kit.send(new Payment("p-1", "m-1", 500));
+ *   kit.crash();
+ *   kit.redeliver(0);                                   // the broker redelivers offset 0
+ *   assertEquals(1, kit.events().size());
+ *   assertEquals(500, kit.state().balance("m-1"));
+ * }
+ * }</pre>
+ *
+ * <p>Like the pipeline, the kit retries a handler that throws a
+ * {@link io.fencepost.errors.RetriableException} (at once, up to {@code maxHandlerAttempts} attempts
+ * in all) and dead-letters a record whose handler failed for good, in the same journal write as the
+ * rest of its batch; a dead letter is recorded, not published. Records are numbered from offset 0 in
+ * the order they are first sent. The kit's actor system reads the service's {@code application.conf}
+ * (its serializers, its {@code fencepost.partition-actor} settings) but runs without remoting or
+ * cluster, so it never binds the service's ports.
+ *
+ * @param <V> the record values
+ * @param <S> the actor's state
+ * @param <E> the actor's events
+ */
+public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
+
+  private static final Duration TIMEOUT = Duration.ofSeconds(10);
+  private static final AtomicInteger SYSTEMS = new AtomicInteger();
+
+  private final ActorTestKit kit;
+  private final PersistenceTestKit journal;
+  private final PartitionId partition;
+  private final PartitionActorSettings settings;
+  private final Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory;
+  private final int maxHandlerAttempts;
+  /** Every record sent, by offset: what {@link #redeliver} sends again. */
+  private final TreeMap<Long, Inbound<V>> sent = new TreeMap<>();
+  private ActorRef<PartitionCommand> actor;
+  private int incarnations;
+
+  private PartitionActorTestKit(Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory,
+      PartitionId partition, Function<PartitionActorSettings, PartitionActorSettings> adjust, int maxHandlerAttempts) {
+    this.factory = Objects.requireNonNull(factory, "factory");
+    this.partition = Objects.requireNonNull(partition, "partition");
+    if (maxHandlerAttempts < 1) {
+      throw new IllegalArgumentException("maxHandlerAttempts must be >= 1, was " + maxHandlerAttempts);
+    }
+    this.maxHandlerAttempts = maxHandlerAttempts;
+    Config config = ConfigFactory.parseString("pekko.actor.provider = local\n"
+            + "pekko.coordinated-shutdown.exit-jvm = off\n"
+            + "fencepost.partition-actor.journal-plugin-id = \"\"\n"
+            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n")
+        .withFallback(PersistenceTestKitPlugin.getInstance().config())
+        .withFallback(PersistenceTestKitSnapshotPlugin.config())
+        .withFallback(ConfigFactory.load());
+    this.kit = ActorTestKit.create("partition-actor-test-kit-" + SYSTEMS.incrementAndGet(), config);
+    this.journal = PersistenceTestKit.create(kit.system());
+    this.settings = adjust.apply(PartitionActorSettings.create(kit.system()));
+    this.actor = start();
+  }
+
+  /**
+   * A kit for the actor {@code factory} makes (e.g. {@code LedgerActor::new}), with the settings of
+   * {@code fencepost.partition-actor} and partition 0 of topic {@code test} in group {@code test}.
+   */
+  public static <V, S, E> PartitionActorTestKit<V, S, E> create(
+      Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory) {
+    return create(factory, s -> s);
+  }
+
+  /**
+   * A kit whose actor settings are adjusted first, e.g.
+   * {@code s -> s.withKeyWindow(true, 100, Duration.ofHours(1))} or {@code s -> s.withSnapshotEvery(2)}.
+   */
+  public static <V, S, E> PartitionActorTestKit<V, S, E> create(
+      Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory,
+      Function<PartitionActorSettings, PartitionActorSettings> settings) {
+    return create(factory, settings, new PartitionId("test", "test", 0), 5);
+  }
+
+  /**
+   * A kit for one given partition, retrying retriable handler failures up to
+   * {@code maxHandlerAttempts} attempts in all (the pipeline's {@code handler-retry.max-attempts}).
+   */
+  public static <V, S, E> PartitionActorTestKit<V, S, E> create(
+      Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory,
+      Function<PartitionActorSettings, PartitionActorSettings> settings, PartitionId partition,
+      int maxHandlerAttempts) {
+    return new PartitionActorTestKit<>(factory, partition, settings, maxHandlerAttempts);
+  }
+
+  private ActorRef<PartitionCommand> start() {
+    return kit.spawn(PartitionActor.behavior(partition, settings, factory), "partition-" + (++incarnations));
+  }
+
+  /** The partition the actor owns. */
+  public PartitionId partition() {
+    return partition;
+  }
+
+  /** The offset the next new record gets. */
+  public long nextNewOffset() {
+    return sent.isEmpty() ? 0 : sent.lastKey() + 1;
+  }
+
+  /** A new record at the next offset, without key or headers (not sent yet). */
+  public Inbound<V> record(V value) {
+    return record(value, Map.of());
+  }
+
+  /**
+   * A new record at the next offset with headers (not sent yet), e.g.
+   * {@code Map.of("idempotency-key", "p-1")} for a business key read from the default header.
+   * Records made and not sent do not take an offset.
+   */
+  public Inbound<V> record(V value, Map<String, String> headers) {
+    Map<String, byte[]> raw = new LinkedHashMap<>();
+    headers.forEach((k, v) -> raw.put(k, v.getBytes(StandardCharsets.UTF_8)));
+    return new Inbound<>(partition, nextNewOffset(), Optional.empty(), value, raw, Instant.now());
+  }
+
+  /** Sends each value as a new record, all in one batch (one journal write). */
+  @SafeVarargs
+  public final Result send(V... values) {
+    List<Inbound<V>> batch = new ArrayList<>();
+    long offset = nextNewOffset();
+    for (V v : values) {
+      batch.add(new Inbound<>(partition, offset++, Optional.empty(), v, Map.of(), Instant.now()));
+    }
+    return apply(batch);
+  }
+
+  /**
+   * Applies records as one batch, the way the pipeline does: retriable handler failures retried,
+   * failed records dead-lettered, parked records dead-lettered as parked. Records must follow the
+   * offsets sent so far (a record made with {@link #record} and sent now, or one sent before).
+   *
+   * @throws AssertionError if the actor rejects the batch for another reason (e.g. it halted)
+   */
+  public Result apply(List<Inbound<V>> records) {
+    List<Inbound<?>> batch = new ArrayList<>(records);
+    for (Inbound<V> r : records) {
+      if (!r.partition().equals(partition)) {
+        throw new IllegalArgumentException("record of " + r.partition() + " sent to the kit's " + partition);
+      }
+      sent.putIfAbsent(r.offset(), r);
+    }
+    List<DeadLetter> deadLetters = new ArrayList<>();
+    Map<Long, Integer> attempts = new HashMap<>();
+    while (true) {
+      TestProbe<BatchOutcome> probe = kit.createTestProbe();
+      actor.tell(new PartitionCommand.ApplyBatch(batch, deadLetters, probe.ref()));
+      BatchOutcome outcome = probe.expectMessageClass(BatchOutcome.class, TIMEOUT);
+      if (outcome instanceof BatchOutcome.Applied a) {
+        return new Result(a.applied(), a.droppedRedelivery(), a.droppedByKey(), List.copyOf(deadLetters),
+            a.nextOffset());
+      }
+      BatchOutcome.Rejected rejected = (BatchOutcome.Rejected) outcome;
+      if (rejected.error() instanceof HandlerFailedException h) {
+        int tries = attempts.merge(h.offset(), 1, Integer::sum);
+        if (h.isRetriable() && tries < maxHandlerAttempts) {
+          continue;
+        }
+        deadLetters.add(new DeadLetter(partition, h.offset(), keyOf(h.offset()), h.causeClass(), h.causeMessage(),
+            tries, false, replayOf(h.offset())));
+        batch.removeIf(r -> r.offset() == h.offset());
+      } else if (rejected.error() instanceof RecordsParkedException p) {
+        for (long offset : p.offsets()) {
+          deadLetters.add(new DeadLetter(partition, offset, keyOf(offset), "parked",
+              "parked behind an earlier failed record of its key", 1, true, replayOf(offset)));
+        }
+        batch.removeIf(r -> p.offsets().contains(r.offset()));
+      } else {
+        throw new AssertionError("the actor rejected the batch at offsets " + offsets(records) + ": "
+            + rejected.error().getMessage(), rejected.error());
+      }
+    }
+  }
+
+  private Optional<String> keyOf(long offset) {
+    Inbound<V> r = sent.get(offset);
+    return r == null ? Optional.empty() : r.key();
+  }
+
+  private java.util.OptionalLong replayOf(long offset) {
+    Inbound<V> r = sent.get(offset);
+    return r == null ? java.util.OptionalLong.empty() : r.replayOf();
+  }
+
+  private static List<Long> offsets(List<? extends Inbound<?>> records) {
+    return records.stream().map(Inbound::offset).toList();
+  }
+
+  /** Sends every record sent before from {@code fromOffset} on again, as the broker does after a crash. */
+  public Result redeliver(long fromOffset) {
+    List<Inbound<V>> again = new ArrayList<>(sent.tailMap(fromOffset, true).values());
+    if (again.isEmpty()) {
+      throw new IllegalArgumentException("no record was sent at or after offset " + fromOffset);
+    }
+    return apply(again);
+  }
+
+  /**
+   * Kills the actor (no orderly stop: what was not journaled is lost, as in a process crash) and
+   * starts a new incarnation, which recovers from the journal and the latest snapshot.
+   */
+  public void crash() {
+    kit.stop(actor, TIMEOUT);
+    actor = start();
+  }
+
+  /** The actor's current state (the live actor's, after recovery if it just crashed). */
+  @SuppressWarnings("unchecked")
+  public S state() {
+    TestProbe<Object> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.GetState(probe.ref()));
+    return (S) probe.receiveMessage(TIMEOUT);
+  }
+
+  /** The actor's stored position and counters. */
+  public PartitionStatus status() {
+    TestProbe<PartitionStatus> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
+    return probe.expectMessageClass(PartitionStatus.class, TIMEOUT);
+  }
+
+  /** Every journal entry the actor wrote, oldest first. */
+  public List<AppliedBatch> journal() {
+    return journal.persistedInStorage(partition.persistenceId()).stream()
+        .map(e -> AppliedBatch.from(e).orElseThrow(() -> new IllegalStateException("not a Fencepost entry: " + e)))
+        .toList();
+  }
+
+  /** Every event the handler emitted and the actor journaled, in order. */
+  @SuppressWarnings("unchecked")
+  public List<E> events() {
+    return journal().stream().flatMap(b -> b.events().stream()).map(e -> (E) e).toList();
+  }
+
+  /** Every dead letter journaled, in order. */
+  public List<AppliedBatch.DeadLetterView> deadLetters() {
+    return journal().stream().flatMap(b -> b.deadLetters().stream()).toList();
+  }
+
+  /** Every outbox record journaled (what the relay would publish), in order. */
+  public List<OutboxRecord> outbox() {
+    return journal().stream().flatMap(b -> b.outbox().stream()).toList();
+  }
+
+  /** Every external call's journaled outcome (offset, idempotency key, outcome), in order. */
+  public List<AppliedBatch.CallView> calls() {
+    return journal().stream().flatMap(b -> b.calls().stream()).toList();
+  }
+
+  /** The underlying Pekko test kit, e.g. for probes of the actor's own collaborators. */
+  public ActorTestKit actorTestKit() {
+    return kit;
+  }
+
+  @Override
+  public void close() {
+    kit.shutdownTestKit();
+  }
+
+  /**
+   * What one {@link #apply} did.
+   *
+   * @param applied records whose handler ran and whose effects were journaled
+   * @param droppedRedelivery records below the stored offset, dropped
+   * @param droppedByKey records whose business key was applied before, dropped
+   * @param deadLettered records dead-lettered (handler failed for good, or parked), in the order given up on
+   * @param nextOffset the partition's stored next offset after the batch
+   */
+  public record Result(int applied, int droppedRedelivery, int droppedByKey, List<DeadLetter> deadLettered,
+      long nextOffset) {
+  }
+}
