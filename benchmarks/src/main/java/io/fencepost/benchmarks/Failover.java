@@ -15,7 +15,7 @@ import java.util.TreeMap;
 import java.util.stream.IntStream;
 
 import io.fencepost.examples.LedgerNode;
-import io.fencepost.examples.Main;
+import io.fencepost.tools.Main;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.Directories;
 import io.fencepost.testkit.FreePorts;

@@ -20,9 +20,9 @@ import io.fencepost.PartitionContext;
  * until {@code DIR/release-<id>} exists. Every other node (the claim exists) handles it at once.
  * Otherwise the plain {@link LedgerActor}.
  */
-final class HoldOnceLedger extends PartitionActor<Payment, Ledger, Credited> {
+public final class HoldOnceLedger extends PartitionActor<Payment, Ledger, Credited> {
 
-  static final String HOLD_DIR_PROPERTY = "fencepost.examples.hold-dir";
+  public static final String HOLD_DIR_PROPERTY = "fencepost.examples.hold-dir";
 
   private final LedgerActor ledger;
   private final Path dir;

@@ -1,0 +1,18 @@
+package io.fencepost.tools;
+
+import io.fencepost.testkit.KafkaBroker;
+
+/** {@code fencepost broker}: a standalone in-process Kafka broker for multi-process runs. */
+final class BrokerCommand implements Main.Command {
+
+  @Override
+  public int run(String[] args) throws Exception {
+    KafkaBroker.main(args);
+    return 0;
+  }
+
+  @Override
+  public String summary() {
+    return "run a single-node KRaft Kafka broker in this process (--dir, --port, --topic name:partitions)";
+  }
+}

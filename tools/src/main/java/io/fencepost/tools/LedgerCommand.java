@@ -1,0 +1,81 @@
+package io.fencepost.tools;
+
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+
+import io.fencepost.examples.LedgerNode;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.testkit.H2;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Metrics;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.apache.pekko.actor.CoordinatedShutdown;
+
+/** {@code fencepost ledger}: runs one node until SIGTERM (graceful) or SIGKILL. */
+final class LedgerCommand implements Main.Command {
+  @Override
+  public int run(String[] args) throws Exception {
+    Flags flags = new Flags("ledger")
+        .value("bootstrap", "host:port", "FENCEPOST_BOOTSTRAP", null, "Kafka bootstrap servers")
+        .value("topic", "name", "FENCEPOST_TOPIC", "payments", "input topic")
+        .value("group", "id", "FENCEPOST_GROUP", "ledger", "consumer group")
+        .value("jdbc-url", "url", "FENCEPOST_JDBC_URL", null,
+            "journal database (jdbc:postgresql:... or jdbc:h2:...); default an H2 file under ./fencepost-demo")
+        .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
+        .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
+        .value("host", "address", "FENCEPOST_HOST", "127.0.0.1", "address this node binds and advertises")
+        .value("port", "n", "FENCEPOST_PORT", "2551", "cluster port")
+        .value("seeds", "host:port,...", "FENCEPOST_SEEDS", null, "seed nodes; default this node alone")
+        .value("outbox-topic", "name", "FENCEPOST_OUTBOX_TOPIC", null,
+            "announce every credit on this topic through the outbox (relay on); default none")
+        .bool("install-schema", "create the journal tables if they are missing")
+        .bool("read-model", "also keep the ledger_balances SQL table in the journal database (exactly once; "
+            + "safe on every node)");
+    if (!flags.parse(args)) {
+      return 0;
+    }
+    int port = flags.intValue("port", 1, 65535);
+    String url = flags.get("jdbc-url").orElse(null);
+    JournalDatabase journal = url == null
+        ? JournalDatabase.h2File(Path.of("fencepost-demo", "journal"))
+        : JournalDatabase.of(url, flags.require("jdbc-user"), flags.require("jdbc-password"));
+    if (flags.isSet("install-schema") || url == null) {
+      journal.installSchemaIfMissing();
+    }
+    List<String> seeds = flags.get("seeds")
+        .map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
+        .orElse(List.of());
+    // Every meter in one in-memory registry, so that the node can say on exit how many writes were fenced.
+    SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    Metrics.addRegistry(meters);
+    LedgerNode node = LedgerNode.start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
+        flags.require("host"), port, seeds, flags.get("outbox-topic"));
+    if (flags.isSet("read-model")) {
+      node.startReadModel(journal, flags.require("topic"), flags.require("group"));
+    }
+    // A supervisor or a test may wait for the node to be a cluster member (consuming does not).
+    org.apache.pekko.cluster.Cluster.get(node.system().classicSystem()).registerOnMemberUp(() -> {
+      System.out.println("UP " + node.system().address());
+      System.out.flush();
+    });
+    System.out.println("READY " + node.system().address());
+    System.out.flush();
+    node.system().getWhenTerminated().toCompletableFuture().get();
+    System.out.println("fencepost.writes.fenced on this node: "
+        + (long) meters.find("fencepost.writes.fenced").counters().stream().mapToDouble(Counter::count).sum());
+    Optional<CoordinatedShutdown.Reason> reason = CoordinatedShutdown.get(node.system()).getShutdownReason();
+    if (reason.isPresent() && reason.get().equals(CoordinatedShutdown.clusterDowningReason())) {
+      System.err.println("fencepost ledger: this node was downed by the cluster (split-brain resolver or an "
+          + "operator) and stopped; exit status " + LedgerNode.DOWNED_EXIT_STATUS + ": let a supervisor start it again");
+      return LedgerNode.DOWNED_EXIT_STATUS;
+    }
+    return 0;
+  }
+
+  @Override
+  public String summary() {
+    return "run one ledger cluster node (Kafka pipeline + journal); stop with SIGTERM";
+  }
+}

@@ -1,0 +1,53 @@
+package io.fencepost.tools;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+
+import io.fencepost.examples.Credited;
+import io.fencepost.examples.PaymentJson;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.tools.Reconciliation;
+import org.apache.kafka.common.header.Header;
+
+/** Reconciliation wired for the ledger: business key = idempotency-key header, else paymentId. */
+final class LedgerReconciliation {
+
+  private LedgerReconciliation() {
+  }
+
+  /**
+   * Reconciles until every expected key is applied or dead-lettered (the pipeline has caught up), or
+   * the timeout passes; returns the last report. Kafka's committed offsets are not used for this:
+   * after a rebalance they can lag the actors' stored offsets until a partition's next record.
+   */
+  static Reconciliation.Report awaitComplete(Reconciliation reconciliation, java.time.Duration timeout,
+      java.util.function.BiConsumer<Long, Long> progress) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      Reconciliation.Report r = reconciliation.run();
+      long done = r.total().applied() + r.total().deadLettered();
+      progress.accept(Math.min(done, r.total().expected()), r.total().expected());
+      if (done >= r.total().expected() || System.nanoTime() > deadline) {
+        return r;
+      }
+      Thread.sleep(1000);
+    }
+  }
+
+  static Reconciliation of(String bootstrap, String topic, String group, JournalDatabase journal) {
+    PaymentJson json = new PaymentJson();
+    return Reconciliation.of(bootstrap, topic, group, journal)
+        .inputKeys(r -> {
+          Header h = r.headers().lastHeader("idempotency-key");
+          if (h != null) {
+            return Optional.of(new String(h.value(), StandardCharsets.UTF_8));
+          }
+          try {
+            return Optional.of(json.deserialize(r.topic(), r.value()).paymentId());
+          } catch (RuntimeException e) {
+            return Optional.empty();   // unparseable: counted by its own position
+          }
+        })
+        .effectKeys(e -> e instanceof Credited c ? Optional.of(c.paymentId()) : Optional.empty());
+  }
+}

@@ -1,0 +1,142 @@
+package io.fencepost.tools;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.Effects;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionActor;
+import io.fencepost.PartitionContext;
+import io.fencepost.examples.Credited;
+import io.fencepost.examples.Ledger;
+import io.fencepost.examples.Payment;
+import io.fencepost.examples.PaymentJson;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.testkit.ClusterNodes;
+import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.testkit.Postgres;
+import io.fencepost.tools.Reconciliation;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Reconciliation finds each planted fault: a removed effect, a doubled effect, a producer sequence gap. */
+@Tag("integration")
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class ReconciliationIT {
+
+  /** A broken ledger: forgets pay-5's effect and applies pay-7's twice. */
+  static final class Broken extends PartitionActor<Payment, Ledger, Credited> {
+    Broken(PartitionContext context) {
+      super(context);
+    }
+
+    @Override
+    protected Ledger emptyState() {
+      return Ledger.EMPTY;
+    }
+
+    @Override
+    protected Effects<Credited> onRecord(Ledger ledger, Inbound<Payment> in) {
+      Payment p = in.value();
+      Credited c = new Credited(p.merchantId(), p.amountCents(), p.paymentId(), in.offset());
+      return switch (p.paymentId()) {
+        case "pay-5" -> Effects.none();
+        case "pay-7" -> Effects.persist(c, c);
+        default -> Effects.persist(c);
+      };
+    }
+
+    @Override
+    protected Ledger applyEvent(Ledger ledger, Credited e) {
+      return ledger.credit(e);
+    }
+  }
+
+  @Test
+  void verifyFindsAMissingEffectADoubledEffectAndASequenceGap() throws Exception {
+    JournalDatabase db = Postgres.shared().createDatabase("reconciliation_it");
+    db.installSchema();
+    try (KafkaBroker broker = KafkaBroker.create().start()) {
+      String topic = KafkaBroker.uniqueName("planted");
+      broker.createTopic(topic, 2);
+      Properties p = new Properties();
+      p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+      int[] seq = new int[2];
+      PaymentJson json = new PaymentJson();
+      try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(),
+          new ByteArraySerializer())) {
+        for (int i = 0; i < 20; i++) {
+          int entity = i % 2;
+          seq[entity]++;
+          if (entity == 0 && seq[entity] == 4) {
+            seq[entity]++;   // planted: merchant m0's record #4 never reached Kafka
+          }
+          ProducerRecord<String, byte[]> r = new ProducerRecord<>(topic, entity, "m" + entity,
+              json.serialize(topic, new Payment("pay-" + i, "m" + entity, 100)));
+          r.headers().add("seq", Integer.toString(seq[entity]).getBytes(StandardCharsets.UTF_8));
+          producer.send(r).get();
+        }
+      }
+      ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "planted",
+          ClusterNodes.node("planted", 0, List.of()).withFallback(db.pekkoConfig()).withFallback(ConfigFactory.load()));
+      ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
+      String group = KafkaBroker.uniqueName("planted-group");
+      try {
+        Pipeline pipeline = KafkaPipeline.create(system, Broken::new, json,
+            PipelineSettings.create(system, "planted").withBootstrapServers(broker.bootstrapServers())
+                .withTopics(List.of(topic)).withGroupId(group)).start();
+        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        while (pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS).stream()
+            .mapToLong(v -> v.nextOffset().orElse(0)).sum() < 20 && System.nanoTime() < deadline) {
+          Thread.sleep(200);
+        }
+        pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      } finally {
+        system.terminate();
+        system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      }
+
+      Reconciliation.Report report = Reconciliation.of(broker.bootstrapServers(), topic, group, db)
+          .inputKeys(r -> Optional.of(json.deserialize(topic, r.value()).paymentId()))
+          .effectKeys(e -> Optional.of(((Credited) e).paymentId()))
+          .sequenceHeader("seq")
+          .run();
+      System.out.println(report.render());
+      assertFalse(report.ok());
+      assertEquals(20, report.total().records());
+      assertEquals(20, report.total().expected());
+      assertEquals(19, report.total().applied());
+      assertEquals(1, report.total().missing());
+      assertEquals(List.of("pay-5"), report.sampleMissing());
+      assertEquals(1, report.total().doubled());
+      assertEquals(List.of("pay-7"), report.sampleDoubled());
+      assertEquals(1, report.sequenceGaps());
+      assertEquals(List.of("m0#4"), report.sampleGaps());
+      assertTrue(report.verdict().startsWith("VERDICT FAILED: 20 distinct keys expected, 19 applied, 1 missing, "
+          + "1 doubled"), report.verdict());
+      assertTrue(report.toJson().contains("\"missing\":1"), report.toJson());
+    } finally {
+      Postgres.shared().dropDatabase(db);
+    }
+  }
+}
