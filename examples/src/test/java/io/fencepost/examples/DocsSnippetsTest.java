@@ -20,11 +20,14 @@ import org.junit.jupiter.api.Test;
  * either tagged {@code <!-- snippet: <file>#<name> -->}, and then must equal the region between
  * {@code // snippet: <name>} and {@code // end-snippet: <name>} of that source file (which the build
  * compiles, and a test runs), or tagged {@code <!-- fragment -->} (an excerpt that is not compiled).
+ * A block of any language tagged {@code <!-- file: <path> -->} must equal that whole file (the
+ * sample service's files, which the build compiles and tests).
  */
 class DocsSnippetsTest {
 
   private static final Pattern SNIPPET = Pattern.compile("<!-- snippet: (\\S+)#(\\S+) -->");
   private static final String FRAGMENT = "<!-- fragment -->";
+  private static final Pattern FILE = Pattern.compile("<!-- file: (\\S+) -->");
 
   private record Block(Path doc, int line, String tag, String code) {
   }
@@ -47,10 +50,26 @@ class DocsSnippetsTest {
   }
 
   @Test
+  void everyBlockTaggedWithAFileEqualsThatFile() throws IOException {
+    int checked = 0;
+    for (Block b : blocks(null)) {
+      Matcher m = FILE.matcher(b.tag());
+      if (m.matches()) {
+        Path source = RepoFiles.of(m.group(1));
+        assertTrue(Files.exists(source), b.doc() + ":" + b.line() + " names a missing file " + source);
+        assertEquals(Files.readString(source), b.code(), b.doc() + ":" + b.line() + " differs from " + m.group(1)
+            + "; copy the file into the doc");
+        checked++;
+      }
+    }
+    assertTrue(checked >= 6, "blocks tagged with a file: " + checked);
+  }
+
+  @Test
   void everyJavaBlockIsASnippetOrMarkedAsAFragment() throws IOException {
     List<String> untagged = new ArrayList<>();
     for (Block b : javaBlocks()) {
-      if (!SNIPPET.matcher(b.tag()).matches() && !b.tag().equals(FRAGMENT)) {
+      if (!SNIPPET.matcher(b.tag()).matches() && !b.tag().equals(FRAGMENT) && !FILE.matcher(b.tag()).matches()) {
         untagged.add(b.doc().getFileName() + ":" + b.line());
       }
     }
@@ -58,6 +77,11 @@ class DocsSnippetsTest {
   }
 
   private static List<Block> javaBlocks() throws IOException {
+    return blocks("java");
+  }
+
+  /** The fenced blocks of README.md and docs/ in {@code language}, or in any language when null. */
+  private static List<Block> blocks(String language) throws IOException {
     List<Path> docs = new ArrayList<>();
     docs.add(RepoFiles.of("README.md"));
     try (Stream<Path> files = Files.list(RepoFiles.of("docs"))) {
@@ -67,7 +91,9 @@ class DocsSnippetsTest {
     for (Path doc : docs) {
       List<String> lines = Files.readAllLines(doc);
       for (int i = 0; i < lines.size(); i++) {
-        if (!lines.get(i).trim().equals("```java")) {
+        String fence = lines.get(i).trim();
+        if (!fence.startsWith("```") || fence.equals("```")
+            || (language != null && !fence.equals("```" + language))) {
           continue;
         }
         String tag = i > 0 ? lines.get(i - 1).trim() : "";
