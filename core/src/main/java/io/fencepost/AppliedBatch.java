@@ -25,10 +25,14 @@ import io.fencepost.internal.BatchEvent;
  * @param deadLetters the offsets (with their errors) given up on in this batch
  * @param outbox the records this batch put in the outbox, in order (the relay publishes them)
  * @param calls the external calls' outcomes this entry journaled
+ * @param appliedKeyDigests the business keys of the records this batch applied, as 128-bit digests
+ *     ({@code [high0, low0, high1, low1, ...]}: the first 16 bytes of the key's UTF-8 SHA-256, read
+ *     as two big-endian longs); records without a business key have none, and with the key window off
+ *     ({@code key-window.enabled = off}) no record has one
  */
 public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events, String incarnation,
     Instant writtenAt, int applied, int droppedByKey, List<DeadLetterView> deadLetters, List<OutboxRecord> outbox,
-    List<CallView> calls) {
+    List<CallView> calls, long[] appliedKeyDigests) {
 
   /** An external call's journaled outcome: the record's offset, the idempotency key, the outcome. */
   public record CallView(long offset, String key, String outcome) {
@@ -47,7 +51,8 @@ public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events
               .map(d -> new DeadLetterView(d.offset(), d.key(), d.errorClass(), d.errorMessage(), d.attempts(),
                   d.parked()))
               .toList(),
-          e.outbox(), e.calls().stream().map(c -> new CallView(c.offset(), c.key(), c.outcome())).toList()));
+          e.outbox(), e.calls().stream().map(c -> new CallView(c.offset(), c.key(), c.outcome())).toList(),
+          e.keyDigests() == null ? new long[0] : e.keyDigests().clone()));
     }
     return Optional.empty();
   }

@@ -2,6 +2,7 @@ package io.fencepost;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -11,38 +12,96 @@ import io.fencepost.internal.ReplayIds;
 
 /**
  * One record as a {@link PartitionActor} sees it: where it sits in its partition, its key, its
- * deserialized value, its headers and its timestamp. No Kafka types: the connectors build these.
+ * deserialized value, its headers and its timestamp. No Kafka types: the pipeline builds these.
  *
  * @param <V> the value type
  * @param partition the partition the record came from
  * @param offset its offset in that partition
- * @param key the record key as UTF-8 text, when there is one
+ * @param key the record key as UTF-8 text, when there is one (what dead letters and logs show)
  * @param value the deserialized value
- * @param headers header name to raw bytes (the last value wins for repeated names)
+ * @param headers every header in the record's order, repeated names included
  * @param timestamp the record's timestamp
+ * @param deserializedKey the key as the pipeline's key deserializer made it (see {@link #keyAs}); the
+ *     UTF-8 text of {@code key} when the pipeline has none
  */
 public record Inbound<V>(PartitionId partition, long offset, Optional<String> key, V value,
-    Map<String, byte[]> headers, Instant timestamp) {
+    List<Header> headers, Instant timestamp, Optional<Object> deserializedKey) {
+
+  /**
+   * One record header.
+   *
+   * @param name the header's name
+   * @param value its raw value (empty for a header without value)
+   */
+  public record Header(String name, byte[] value) {
+    public Header {
+      Objects.requireNonNull(name, "name");
+      value = value == null ? new byte[0] : value;
+    }
+
+    /** The value decoded as UTF-8. */
+    public String text() {
+      return new String(value, StandardCharsets.UTF_8);
+    }
+  }
 
   public Inbound {
     Objects.requireNonNull(partition, "partition");
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(timestamp, "timestamp");
+    Objects.requireNonNull(deserializedKey, "deserializedKey");
     if (offset < 0) {
       throw new IllegalArgumentException("offset must be >= 0, was [" + offset + "]");
     }
-    headers = Map.copyOf(headers);
+    headers = List.copyOf(headers);
+  }
+
+  /** A record whose key is its UTF-8 text (no key deserializer). */
+  public Inbound(PartitionId partition, long offset, Optional<String> key, V value, List<Header> headers,
+      Instant timestamp) {
+    this(partition, offset, key, value, headers, timestamp, key.map(k -> (Object) k));
+  }
+
+  /** A record with one header per name (tests and tools), whose key is its UTF-8 text. */
+  public Inbound(PartitionId partition, long offset, Optional<String> key, V value, Map<String, byte[]> headers,
+      Instant timestamp) {
+    this(partition, offset, key, value, headers.entrySet().stream()
+        .map(h -> new Header(h.getKey(), h.getValue())).toList(), timestamp);
   }
 
   /** A record without key or headers, timestamped now (tests and examples). */
   public static <V> Inbound<V> of(PartitionId partition, long offset, V value) {
-    return new Inbound<>(partition, offset, Optional.empty(), value, Map.of(), Instant.now());
+    return new Inbound<>(partition, offset, Optional.empty(), value, List.of(), Instant.now());
   }
 
-  /** A header's value decoded as UTF-8. */
+  /** The last value of header {@code name} decoded as UTF-8 (as Kafka's {@code lastHeader}). */
   public Optional<String> header(String name) {
-    byte[] v = headers.get(name);
-    return v == null ? Optional.empty() : Optional.of(new String(v, StandardCharsets.UTF_8));
+    for (int i = headers.size() - 1; i >= 0; i--) {
+      if (headers.get(i).name().equals(name)) {
+        return Optional.of(headers.get(i).text());
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Every value of header {@code name}, in the record's order. */
+  public List<byte[]> headerValues(String name) {
+    return headers.stream().filter(h -> h.name().equals(name)).map(Header::value).toList();
+  }
+
+  /**
+   * The key as the pipeline's key deserializer made it (by default the key's UTF-8 text, so
+   * {@code keyAs(String.class)} works without one); empty for a record without key.
+   *
+   * @throws ClassCastException naming both types when the key is not a {@code type}
+   */
+  public <K> Optional<K> keyAs(Class<K> type) {
+    if (deserializedKey.isPresent() && !type.isInstance(deserializedKey.get())) {
+      throw new ClassCastException("the key of " + partition.shortName() + " offset " + offset + " is a "
+          + deserializedKey.get().getClass().getName() + ", not a " + type.getName()
+          + " (the pipeline's key deserializer decides)");
+    }
+    return deserializedKey.map(type::cast);
   }
 
   /** {@code group-topic-partition-offset}: the identity of this stored copy of the record. */

@@ -46,7 +46,33 @@ public final class NestedSerialization {
     String manifest = in.readUTF();
     byte[] payload = new byte[in.readInt()];
     in.readFully(payload);
-    return serialization().deserialize(payload, id, manifest).get();
+    scala.util.Try<Object> read = serialization().deserialize(payload, id, manifest);
+    if (read.isFailure()) {
+      Throwable e = read.failed().get();
+      String missing = missingClass(e, manifest);
+      if (missing != null) {
+        throw new IllegalStateException("class [" + missing + "] of a journaled object is not on the classpath "
+            + "(Pekko serializer " + id + "): put the jar holding the service's events and state on the classpath "
+            + "(fencepost tools: --classpath)", e);
+      }
+      throw new java.io.NotSerializableException("the serializer with id " + id + " cannot read an object with manifest ["
+          + manifest + "]: " + e);
+    }
+    return read.get();
+  }
+
+  /** The class name the failure is about when it is a class the system cannot load, else null. */
+  private String missingClass(Throwable e, String manifest) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ClassNotFoundException || t instanceof NoClassDefFoundError) {
+        return manifest.isEmpty() ? t.getMessage() : manifest;
+      }
+    }
+    if (!manifest.isEmpty() && manifest.indexOf('.') > 0 && !manifest.contains(" ")
+        && system.dynamicAccess().getClassFor(manifest, scala.reflect.ClassTag.Any()).isFailure()) {
+      return manifest;
+    }
+    return null;
   }
 
   private Serialization serialization() {

@@ -5,9 +5,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
@@ -271,10 +269,10 @@ public final class ProtocolSerializer extends BinarySerializer {
     }
     out.writeLong(r.timestamp().toEpochMilli());
     out.writeInt(r.headers().size());
-    for (Map.Entry<String, byte[]> h : r.headers().entrySet()) {
-      out.writeUTF(h.getKey());
-      out.writeInt(h.getValue().length);
-      out.write(h.getValue());
+    for (Inbound.Header h : r.headers()) {
+      out.writeUTF(h.name());
+      out.writeInt(h.value().length);
+      out.write(h.value());
     }
     nested.write(out, r.value());
   }
@@ -285,13 +283,14 @@ public final class ProtocolSerializer extends BinarySerializer {
     Optional<String> key = in.readBoolean() ? Optional.of(in.readUTF()) : Optional.empty();
     Instant ts = Instant.ofEpochMilli(in.readLong());
     int n = in.readInt();
-    Map<String, byte[]> headers = new HashMap<>();
+    List<Inbound.Header> headers = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       String name = in.readUTF();
       byte[] v = new byte[in.readInt()];
       in.readFully(v);
-      headers.put(name, v);
+      headers.add(new Inbound.Header(name, v));
     }
+    // A key deserializer's key is not sent between nodes (a batch's actor runs where it was consumed).
     return new Inbound<>(p, offset, key, nested.read(in), headers, ts);
   }
 

@@ -52,6 +52,21 @@ class FencepostSerializerTest {
   }
 
   @Test
+  void anEventWhoseClassIsNotOnTheClasspathIsNamedNotCalledCorrupt() {
+    Serialization s = SerializationExtension.get(kit.system());
+    var serializer = s.findSerializerFor(sampleBatch());
+    byte[] bytes = serializer.toBinary(sampleBatch());
+    String present = Credited.class.getName();
+    String absent = present.substring(0, present.length() - 1) + "x";   // same length: the frame stays valid
+    byte[] renamed = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1).replace(present, absent)
+        .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+    Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class, () -> s.deserialize(renamed,
+        serializer.identifier(), Serializers.manifestFor(serializer, sampleBatch())).get());
+    assertTrue(e.getMessage().startsWith("class [" + absent + "] of a journaled object is not on the classpath"),
+        e.getMessage());
+  }
+
+  @Test
   void batchEventRoundTripsWithUserEventsThroughTheirOwnSerializer() {
     assertSameBatch(sampleBatch(), (BatchEvent) roundTrip(sampleBatch()));
   }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
@@ -54,7 +53,8 @@ class ProtocolSerializerTest {
   void applyBatchKeepsRecordsHeadersValuesAndDeadLetters() {
     TestProbe<BatchOutcome> probe = kit.createTestProbe();
     Inbound<Payment> in = new Inbound<>(P, 42, Optional.of("k"), new Payment("p1", 5),
-        Map.of("h", new byte[] {1, 2}), Instant.ofEpochMilli(1234));
+        List.of(new Inbound.Header("h", new byte[] {1, 2}), new Inbound.Header("g", null),
+            new Inbound.Header("h", new byte[] {3})), Instant.ofEpochMilli(1234));
     DeadLetter dead = new DeadLetter(P, 43, Optional.empty(), "X", "boom", 2, true);
     PartitionCommand.ApplyBatch back = (PartitionCommand.ApplyBatch) roundTrip(
         new PartitionCommand.ApplyBatch(List.of(in), List.of(dead), 40, probe.ref()));
@@ -64,7 +64,11 @@ class ProtocolSerializerTest {
     assertEquals(42, r.offset());
     assertEquals(Optional.of("k"), r.key());
     assertEquals(new Payment("p1", 5), r.value());
-    assertArrayEquals(new byte[] {1, 2}, r.headers().get("h"));
+    assertEquals(List.of("h", "g", "h"), r.headers().stream().map(Inbound.Header::name).toList(),
+        "every header, in order, repeats included");
+    assertArrayEquals(new byte[] {1, 2}, r.headerValues("h").get(0));
+    assertArrayEquals(new byte[] {3}, r.headerValues("h").get(1));
+    assertEquals(Optional.of("\u0003"), r.header("h"), "header(name) is the last value");
     assertEquals(Instant.ofEpochMilli(1234), r.timestamp());
     assertEquals(List.of(dead), back.deadLetters());
     assertEquals(probe.ref(), back.replyTo());

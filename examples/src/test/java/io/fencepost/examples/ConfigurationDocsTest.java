@@ -43,7 +43,7 @@ class ConfigurationDocsTest {
     Config reference = ConfigFactory.defaultReference();
     List<String> keys = new ArrayList<>();
     collect("fencepost", reference.getObject("fencepost"), keys);
-    assertTrue(keys.size() >= 25, "found the keys of core and connectors: " + keys);
+    assertTrue(keys.size() >= 25, "found the keys of core and kafka: " + keys);
     String doc = Files.readString(repoFile("docs/configuration.md"));
     TreeSet<String> missing = new TreeSet<>();
     for (String key : keys) {

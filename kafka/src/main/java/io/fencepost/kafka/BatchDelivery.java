@@ -29,9 +29,7 @@ import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RecordTooLargeException;
-import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -63,7 +61,7 @@ final class BatchDelivery<V> {
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
   private final PartitionHost host;
-  private final Deserializer<V> valueDeserializer;
+  private final RecordDecoder<V> decoder;
   private final DeadLetterPublisher deadLetters;
   private final RelayRegistry relays;
   private final LogProbe logProbe;
@@ -75,12 +73,12 @@ final class BatchDelivery<V> {
   private static final int UNANSWERED_BEFORE_RESTART = 3;
 
   BatchDelivery(ActorSystem<?> system, PipelineSettings settings, PartitionHost host,
-      Deserializer<V> valueDeserializer, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
+      RecordDecoder<V> decoder, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
       Executor blocking, StreamControl control) {
     this.system = system;
     this.settings = settings;
     this.host = host;
-    this.valueDeserializer = valueDeserializer;
+    this.decoder = decoder;
     this.deadLetters = deadLetters;
     this.relays = relays;
     this.logProbe = logProbe;
@@ -335,19 +333,14 @@ final class BatchDelivery<V> {
   }
 
   private Inbound<V> toInbound(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
-    Map<String, byte[]> headers = new HashMap<>();
-    for (Header h : r.headers()) {
-      headers.put(h.key(), h.value() == null ? new byte[0] : h.value());
-    }
     if (r.value() != null && r.value().length > settings.deadLetter().maxRecordBytes()) {
       throw new RecordTooLargeException("value of " + r.value().length + " bytes exceeds fencepost.pipelines."
           + settings.name() + ".dead-letter.max-record-bytes = " + settings.deadLetter().maxRecordBytes());
     }
-    V value = valueDeserializer.deserialize(r.topic(), r.headers(), r.value());
-    if (value == null) {
-      throw new SerializationException("the value deserializer returned null for a "
-          + (r.value() == null ? "null (tombstone)" : r.value().length + "-byte") + " value");
-    }
-    return new Inbound<>(id, r.offset(), key(r), value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())));
+    Optional<Object> typedKey = decoder.key(r);
+    V value = decoder.value(r);
+    return new Inbound<>(id, r.offset(), key(r), value, RecordDecoder.headers(r),
+        Instant.ofEpochMilli(Math.max(0, r.timestamp())), typedKey);
   }
+
 }

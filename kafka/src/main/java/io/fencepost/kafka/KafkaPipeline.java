@@ -34,12 +34,14 @@ public final class KafkaPipeline<V> {
   private final ActorSystem<?> system;
   private final Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory;
   private final Deserializer<V> valueDeserializer;
+  private final Deserializer<?> keyDeserializer;
   private final PipelineSettings settings;
 
   private KafkaPipeline(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
-      Deserializer<V> valueDeserializer, PipelineSettings settings) {
+      Deserializer<?> keyDeserializer, Deserializer<V> valueDeserializer, PipelineSettings settings) {
     this.system = Objects.requireNonNull(system, "system");
     this.factory = Objects.requireNonNull(factory, "factory");
+    this.keyDeserializer = keyDeserializer;
     this.valueDeserializer = Objects.requireNonNull(valueDeserializer, "valueDeserializer");
     this.settings = Objects.requireNonNull(settings, "settings").requireComplete();
   }
@@ -56,7 +58,18 @@ public final class KafkaPipeline<V> {
   public static <V> KafkaPipeline<V> create(ActorSystem<?> system,
       Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory, Deserializer<V> valueDeserializer,
       PipelineSettings settings) {
-    return new KafkaPipeline<>(system, factory, valueDeserializer, settings);
+    return new KafkaPipeline<>(system, factory, null, valueDeserializer, settings);
+  }
+
+  /**
+   * This pipeline with a key deserializer: each record's key is then {@code Inbound.keyAs(type)} as it
+   * made it (without one, the key's UTF-8 text). Configured ({@code isKey} true) and closed like the
+   * value deserializer; a key it cannot read dead-letters the record. {@link io.fencepost.Inbound#key()}
+   * stays the key's UTF-8 text, for logs and dead letters.
+   */
+  public KafkaPipeline<V> withKeyDeserializer(Deserializer<?> keyDeserializer) {
+    return new KafkaPipeline<>(system, factory, Objects.requireNonNull(keyDeserializer, "keyDeserializer"),
+        valueDeserializer, settings);
   }
 
   /** What the pipeline will guarantee with its settings. */
@@ -66,6 +79,7 @@ public final class KafkaPipeline<V> {
 
   /** Starts the consumer on this node; returns the running pipeline. */
   public Pipeline start() {
-    return RunningPipeline.start(system, factory, valueDeserializer, settings);
+    return RunningPipeline.start(system, factory, new RecordDecoder<>(settings.name(), keyDeserializer,
+        valueDeserializer), settings);
   }
 }

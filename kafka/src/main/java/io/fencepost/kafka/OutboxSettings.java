@@ -43,31 +43,51 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
       key = "enabled";
       boolean enabled = outbox.getBoolean(key);
       key = "poll-interval";
-      Duration poll = PipelineSettings.positive(path + "." + key, outbox.getDuration(key));
+      Duration poll = outbox.getDuration(key);
       key = "store-position-every";
-      Duration store = PipelineSettings.positive(path + "." + key, outbox.getDuration(key));
+      Duration store = outbox.getDuration(key);
       key = "max-entries-per-round";
       int max = outbox.getInt(key);
-      if (max <= 0) {
-        throw new SettingsException(path + "." + key, max, "must be > 0");
-      }
       key = "read-journal-plugin-id";
       String readJournal = outbox.getString(key);
-      if (readJournal.isBlank()) {
-        throw new SettingsException(path + "." + key, readJournal,
-            "must name a Pekko persistence query plugin, e.g. jdbc-read-journal");
-      }
       key = "durable-state-plugin-id";
       String state = outbox.getString(key);
       key = "producer-kafka-clients";
       Map<String, String> producer = PipelineSettings.properties(outbox.getConfig(key));
-      ProducerSafety.check(producer, path + "." + key);
-      return new OutboxSettings(enabled, poll, store, max, readJournal, state, producer);
+      OutboxSettings settings = new OutboxSettings(enabled, poll, store, max, readJournal, state, producer);
+      settings.validate(path);
+      return settings;
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(path + "." + key, "?", "has the wrong type or format (" + e.getMessage() + ")");
     } catch (ConfigException.Missing e) {
       throw new SettingsException(path + "." + key, "missing", "must be set (see reference.conf)");
     }
+  }
+
+  /**
+   * Refuses what the relay cannot run with, naming the key under {@code path} (checked again by the
+   * pipeline's settings for a value built in code).
+   */
+  void validate(String path) {
+    PipelineSettings.positive(path + ".poll-interval", pollInterval);
+    PipelineSettings.positive(path + ".store-position-every", storePositionEvery);
+    if (maxEntriesPerRound <= 0) {
+      throw new SettingsException(path + ".max-entries-per-round", maxEntriesPerRound, "must be > 0");
+    }
+    if (readJournalPluginId.isBlank()) {
+      throw new SettingsException(path + ".read-journal-plugin-id", readJournalPluginId,
+          "must name a Pekko persistence query plugin, e.g. jdbc-read-journal");
+    }
+    ProducerSafety.check(producer, path + ".producer-kafka-clients");
+  }
+
+  /** Shows the producer's property names only (their values may hold credentials). */
+  @Override
+  public String toString() {
+    return "OutboxSettings(enabled=" + enabled + ", pollInterval=" + pollInterval + ", storePositionEvery="
+        + storePositionEvery + ", maxEntriesPerRound=" + maxEntriesPerRound + ", readJournalPluginId="
+        + readJournalPluginId + ", durableStatePluginId=" + durableStatePluginId + ", producer="
+        + producer.keySet() + ")";
   }
 
   /** A copy with the relay switched on or off. */
@@ -78,7 +98,7 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
 
   /** A copy storing the relay's position at most this often. */
   public OutboxSettings withStorePositionEvery(Duration value) {
-    return new OutboxSettings(enabled, pollInterval, PipelineSettings.positive("outbox.store-position-every", value),
+    return new OutboxSettings(enabled, pollInterval, value,
         maxEntriesPerRound, readJournalPluginId, durableStatePluginId, producer);
   }
 }

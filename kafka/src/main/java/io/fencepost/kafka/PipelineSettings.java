@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Immutable settings of one Kafka pipeline, read from {@code fencepost.pipelines.<name>} with
- * fallback to {@code fencepost.pipeline} (every key documented in the connectors' reference.conf),
+ * fallback to {@code fencepost.pipeline} (every key documented in the kafka module's reference.conf),
  * and validated on creation: settings that would silently weaken the guarantee are refused with a
  * {@link SettingsException} naming the key and the fix.
  *
@@ -69,6 +69,14 @@ public final class PipelineSettings {
       Objects.requireNonNull(min, "min");
       Objects.requireNonNull(max, "max");
     }
+
+    public RetryBackoff withMin(Duration value) {
+      return new RetryBackoff(value, max);
+    }
+
+    public RetryBackoff withMax(Duration value) {
+      return new RetryBackoff(min, value);
+    }
   }
 
   /**
@@ -80,6 +88,14 @@ public final class PipelineSettings {
   public record Commit(int maxBatch, Duration maxInterval) {
     public Commit {
       Objects.requireNonNull(maxInterval, "maxInterval");
+    }
+
+    public Commit withMaxBatch(int value) {
+      return new Commit(value, maxInterval);
+    }
+
+    public Commit withMaxInterval(Duration value) {
+      return new Commit(maxBatch, value);
     }
   }
 
@@ -93,6 +109,18 @@ public final class PipelineSettings {
     public HandlerRetry {
       Objects.requireNonNull(initial, "initial");
       Objects.requireNonNull(max, "max");
+    }
+
+    public HandlerRetry withInitial(Duration value) {
+      return new HandlerRetry(value, max, multiplier, maxAttempts);
+    }
+
+    public HandlerRetry withMax(Duration value) {
+      return new HandlerRetry(initial, value, multiplier, maxAttempts);
+    }
+
+    public HandlerRetry withMultiplier(double value) {
+      return new HandlerRetry(initial, max, value, maxAttempts);
     }
 
     public HandlerRetry withMaxAttempts(int value) {
@@ -109,8 +137,8 @@ public final class PipelineSettings {
    * @param producer pass-through properties of the dead-letter producer (validated: idempotence
    *     cannot be switched off)
    */
-  public record DeadLetter(String topicSuffix, boolean createTopic, int maxRecordBytes, Map<String, String> producer) {
-    public DeadLetter {
+  public record DeadLetterSettings(String topicSuffix, boolean createTopic, int maxRecordBytes, Map<String, String> producer) {
+    public DeadLetterSettings {
       Objects.requireNonNull(topicSuffix, "topicSuffix");
       producer = Map.copyOf(producer);
     }
@@ -120,12 +148,28 @@ public final class PipelineSettings {
       return topic + topicSuffix;
     }
 
-    public DeadLetter withCreateTopic(boolean value) {
-      return new DeadLetter(topicSuffix, value, maxRecordBytes, producer);
+    public DeadLetterSettings withTopicSuffix(String value) {
+      return new DeadLetterSettings(value, createTopic, maxRecordBytes, producer);
     }
 
-    public DeadLetter withMaxRecordBytes(int value) {
-      return new DeadLetter(topicSuffix, createTopic, value, producer);
+    /** Pass-through properties of the dead-letter producer (replacing them all). */
+    public DeadLetterSettings withProducer(Map<String, String> value) {
+      return new DeadLetterSettings(topicSuffix, createTopic, maxRecordBytes, value);
+    }
+
+    /** Shows the producer's property names only (their values may hold credentials). */
+    @Override
+    public String toString() {
+      return "DeadLetterSettings(topicSuffix=" + topicSuffix + ", createTopic=" + createTopic + ", maxRecordBytes="
+          + maxRecordBytes + ", producer=" + producer.keySet() + ")";
+    }
+
+    public DeadLetterSettings withCreateTopic(boolean value) {
+      return new DeadLetterSettings(topicSuffix, value, maxRecordBytes, producer);
+    }
+
+    public DeadLetterSettings withMaxRecordBytes(int value) {
+      return new DeadLetterSettings(topicSuffix, createTopic, value, producer);
     }
   }
 
@@ -144,7 +188,7 @@ public final class PipelineSettings {
     Duration drainTimeout;
     Duration progressInterval;
     HandlerRetry handlerRetry;
-    DeadLetter deadLetter;
+    DeadLetterSettings deadLetter;
     OutboxSettings outbox;
     Map<String, String> kafkaClients;
     PartitionActorSettings partitionActor;
@@ -217,7 +261,7 @@ public final class PipelineSettings {
     }
     positive(p + "dead-letter.max-record-bytes", v.deadLetter.maxRecordBytes());
     ProducerSafety.check(v.deadLetter.producer(), p + "dead-letter.producer-kafka-clients");
-    Objects.requireNonNull(v.outbox, "outbox");
+    Objects.requireNonNull(v.outbox, "outbox").validate(p + "outbox");
     v.kafkaClients = Map.copyOf(v.kafkaClients);
     String autoCommit = v.kafkaClients.get("enable.auto.commit");
     if (autoCommit != null && autoCommit.trim().equalsIgnoreCase("true")) {
@@ -334,7 +378,7 @@ public final class PipelineSettings {
       key = "dead-letter.max-record-bytes";
       int maxBytes = section.getInt(key);
       key = "dead-letter.producer-kafka-clients";
-      v.deadLetter = new DeadLetter(suffix, create, maxBytes, properties(section.getConfig(key)));
+      v.deadLetter = new DeadLetterSettings(suffix, create, maxBytes, properties(section.getConfig(key)));
       key = "stall-timeout";
       v.stallTimeout = section.getDuration(key);
       key = "outbox";
@@ -428,7 +472,7 @@ public final class PipelineSettings {
   }
 
   /** {@code dead-letter}. */
-  public PipelineSettings withDeadLetter(DeadLetter value) {
+  public PipelineSettings withDeadLetter(DeadLetterSettings value) {
     return with(c -> c.deadLetter = Objects.requireNonNull(value, "deadLetter"));
   }
 
@@ -508,7 +552,7 @@ public final class PipelineSettings {
     return v.handlerRetry;
   }
 
-  public DeadLetter deadLetter() {
+  public DeadLetterSettings deadLetter() {
     return v.deadLetter;
   }
 

@@ -7,7 +7,9 @@ import java.util.stream.Collectors;
 /**
  * The pipeline's periodic INFO line (every {@code progress-interval}): what this node's partitions
  * applied, dropped and dead-lettered, and how far behind they are. Counts since the previous line
- * are shown while the node kept the same partitions (a rebalance makes them incomparable).
+ * are shown while the node kept the same partitions and every actor answered (a rebalance or an
+ * unanswered actor makes them incomparable). Redeliveries are counted per actor incarnation, so
+ * their count since the last line is never shown below zero.
  */
 final class ProgressLine {
 
@@ -15,6 +17,7 @@ final class ProgressLine {
   private long lastApplied;
   private long lastDropped;
   private long lastDeadLettered;
+  private boolean lastAllAnswered;
 
   /** The line for these views; remembers their totals for the next one. */
   synchronized String render(String pipeline, List<PartitionView> views) {
@@ -25,8 +28,10 @@ final class ProgressLine {
     long lag = 0;
     long unknownLag = 0;
     long halted = 0;
+    boolean allAnswered = true;
     PartitionView behind = null;
     for (PartitionView v : views) {
+      allAnswered &= !v.ownerNode().equals("?");
       applied += v.appliedRecords();
       droppedRedelivery += v.droppedRedelivery();
       droppedByKey += v.droppedByKey();
@@ -45,7 +50,7 @@ final class ProgressLine {
     }
     Set<String> partitions = views.stream().map(v -> v.partition().topic() + "-" + v.partition().partition())
         .collect(Collectors.toSet());
-    boolean comparable = partitions.equals(lastPartitions);
+    boolean comparable = partitions.equals(lastPartitions) && allAnswered && lastAllAnswered;
     long dropped = droppedRedelivery + droppedByKey;
     StringBuilder b = new StringBuilder("[").append(pipeline).append("] progress: ").append(views.size())
         .append(views.size() == 1 ? " partition" : " partitions").append(" here; applied ").append(applied)
@@ -62,6 +67,7 @@ final class ProgressLine {
     }
     b.append(", halted ").append(halted);
     lastPartitions = partitions;
+    lastAllAnswered = allAnswered;
     lastApplied = applied;
     lastDropped = dropped;
     lastDeadLettered = deadLettered;
@@ -69,6 +75,6 @@ final class ProgressLine {
   }
 
   private static String since(boolean comparable, long now, long before) {
-    return comparable ? " (+" + (now - before) + ")" : "";
+    return comparable ? " (+" + Math.max(0, now - before) + ")" : "";
   }
 }

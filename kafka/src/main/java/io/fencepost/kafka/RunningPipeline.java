@@ -13,6 +13,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
 import io.fencepost.GuaranteeStatement;
@@ -32,7 +33,6 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.Cancellable;
@@ -68,15 +68,15 @@ final class RunningPipeline<V> implements Pipeline {
   private final ProgressLine progressLine = new ProgressLine();
   // (end offset, position) at the last watchdog restart: again only once records arrived or it moved since
   private final Map<TopicPartition, List<Long>> restartedAt = new ConcurrentHashMap<>();
-  private final Deserializer<V> valueDeserializer;
+  private final RecordDecoder<V> decoder;
   /** The consumer's properties (security settings included), read once. */
   private final Map<String, Object> consumerProperties;
 
   private RunningPipeline(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
-      Deserializer<V> valueDeserializer, PipelineSettings settings) {
+      RecordDecoder<V> decoder, PipelineSettings settings) {
     this.system = system;
     this.settings = settings;
-    this.valueDeserializer = valueDeserializer;
+    this.decoder = decoder;
     this.consumerProperties = PartitionOwnership.consumerProperties(system, settings);
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
@@ -107,7 +107,7 @@ final class RunningPipeline<V> implements Pipeline {
         ownership().halt(id, assignment, why, cause);
       }
     };
-    BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, valueDeserializer, deadLetters, relays,
+    BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, decoder, deadLetters, relays,
         logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control);
     this.ownership = new PartitionOwnership(system, settings, host, targets, delivery, relays);
   }
@@ -124,11 +124,11 @@ final class RunningPipeline<V> implements Pipeline {
   }
 
   static <V> Pipeline start(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
-      Deserializer<V> valueDeserializer, PipelineSettings settings) {
-    RunningPipeline<V> p = new RunningPipeline<>(system, factory, valueDeserializer, settings);
+      RecordDecoder<V> decoder, PipelineSettings settings) {
+    RunningPipeline<V> p = new RunningPipeline<>(system, factory, decoder, settings);
     try {
       p.checkTopics();
-      p.configureDeserializer();
+      p.decoder.configure(p.consumerProperties);
       JournalWarmup.await(system, settings, settings.askTimeout());
       String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
       if (!isolation.equals("read_committed")) {
@@ -142,14 +142,15 @@ final class RunningPipeline<V> implements Pipeline {
       p.ownership.start();
     } catch (RuntimeException e) {
       p.closeClients();
-      p.closeDeserializer();
+      p.decoder.close();
       throw e;
     }
+    // Timers first: a stop (below, from coordinated shutdown) cancels them.
+    p.startWatchdog();
+    p.startProgressLine();
     // Leaving the cluster (SIGTERM, ActorSystem.terminate) drains this node's batches first.
     CoordinatedShutdown.get(system).addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind(),
         "fencepost-pipeline-" + settings.name(), p::stop);
-    p.startWatchdog();
-    p.startProgressLine();
     return p;
   }
 
@@ -159,11 +160,14 @@ final class RunningPipeline<V> implements Pipeline {
     if (every.isZero()) {
       return;
     }
+    AtomicBoolean running = new AtomicBoolean();
     progress = system.scheduler().scheduleWithFixedDelay(every, every, () -> {
-      if (stopped != null) {
+      // One status at a time: a slow one (actors asked with a 5 s limit) skips ticks, lines stay in order.
+      if (stopped != null || !running.compareAndSet(false, true)) {
         return;
       }
       status().whenComplete((views, e) -> {
+        running.set(false);
         if (e != null) {
           log.debug("[{}] progress line skipped: {}", settings.name(), e.toString());
         } else if (stopped == null) {
@@ -311,7 +315,8 @@ final class RunningPipeline<V> implements Pipeline {
             PartitionStatus s = statuses.get(i).isCompletedExceptionally() ? null : statuses.get(i).join();
             Long end = endOffsets.get(new TopicPartition(id.topic(), id.partition()));
             OptionalLong next = s == null ? OptionalLong.empty() : s.nextOffset();
-            OptionalLong lag = end == null ? OptionalLong.empty() : OptionalLong.of(end - next.orElse(0));
+            // Without the actor's answer its stored offset is unknown, and so is the lag.
+            OptionalLong lag = end == null || s == null ? OptionalLong.empty() : OptionalLong.of(end - next.orElse(0));
             views.add(new PartitionView(id, s == null ? "?" : s.node(), next, lag,
                 s == null ? 0 : s.appliedRecords(), s == null ? 0 : s.droppedByKey(),
                 s == null ? 0 : s.droppedRedelivery(), s == null ? 0 : s.deadLettered(), progress.retries.get(),
@@ -323,31 +328,11 @@ final class RunningPipeline<V> implements Pipeline {
         }));
   }
 
-  /** As the Kafka consumer does: the value deserializer is configured with the consumer's properties. */
-  private void configureDeserializer() {
-    try {
-      valueDeserializer.configure(consumerProperties, false);
-    } catch (RuntimeException e) {
-      throw new IllegalArgumentException("[" + settings.name() + "] the value deserializer "
-          + valueDeserializer.getClass().getName() + " refused its configuration (the consumer's properties, "
-          + "fencepost.pipelines." + settings.name() + ".kafka-clients included): " + e.getMessage(), e);
-    }
-  }
-
   private void closeClients() {
     admin.close(Duration.ofSeconds(5));
     logProbe.close();
     deadLetters.close(Duration.ofSeconds(5));
     relays.close(Duration.ofSeconds(5));
-  }
-
-  private void closeDeserializer() {
-    try {
-      valueDeserializer.close();
-    } catch (RuntimeException e) {
-      log.warn("[{}] closing the value deserializer {}: {}", settings.name(), valueDeserializer.getClass().getName(),
-          e.toString());
-    }
   }
 
   @Override
@@ -365,7 +350,7 @@ final class RunningPipeline<V> implements Pipeline {
     CompletableFuture<Done> consumerClosed = ownership.stop().toCompletableFuture();
     // The streams ended with the consumer: nothing deserializes any more. Closed before stop() completes.
     CompletableFuture<Done> released = consumerClosed.handle((d, e) -> {
-      closeDeserializer();
+      decoder.close();
       return Done.getInstance();
     });
     consumerClosed.whenComplete((d, e) -> {

@@ -29,6 +29,7 @@ import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.RecordsParkedException;
+import io.fencepost.kafka.PipelineSettings;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -41,7 +42,8 @@ import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
  * production (same behavior, same journal writes, same recovery), on Pekko's in-memory journal and
  * snapshot store, and the kit plays the pipeline's part. Feed records, redeliver them, re-send a
  * business key, crash and recover, then assert the effects: state, journaled events, dropped
- * records, dead letters, outbox records and external-call keys.
+ * records, dead letters, outbox records and external-call keys. {@link #forPipeline} takes the
+ * settings a pipeline of the service would give the actor.
  *
  * <pre>{@code
  * try (PartitionActorTestKit<Payment, Ledger, Credited> kit = PartitionActorTestKit.create(LedgerActor::new)) {
@@ -49,7 +51,7 @@ import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
  *   kit.crash();
  *   kit.redeliver(0);                                   // the broker redelivers offset 0
  *   assertEquals(1, kit.events().size());
- *   assertEquals(500, kit.state().balance("m-1"));
+ *   assertEquals(500L, kit.state().balances().get("m-1"));
  * }
  * }</pre>
  *
@@ -80,9 +82,11 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
   private final TreeMap<Long, Inbound<V>> sent = new TreeMap<>();
   private ActorRef<PartitionCommand> actor;
   private int incarnations;
+  /** The offset the next new record takes. */
+  private long nextOffset;
 
   private PartitionActorTestKit(Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory,
-      PartitionId partition, Function<PartitionActorSettings, PartitionActorSettings> adjust, int maxHandlerAttempts) {
+      PartitionId partition, Function<Config, PartitionActorSettings> settings, int maxHandlerAttempts) {
     this.factory = Objects.requireNonNull(factory, "factory");
     this.partition = Objects.requireNonNull(partition, "partition");
     if (maxHandlerAttempts < 1) {
@@ -98,7 +102,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
         .withFallback(ConfigFactory.load());
     this.kit = ActorTestKit.create("partition-actor-test-kit-" + SYSTEMS.incrementAndGet(), config);
     this.journal = PersistenceTestKit.create(kit.system());
-    this.settings = adjust.apply(PartitionActorSettings.create(kit.system()));
+    this.settings = settings.apply(kit.system().settings().config());
     this.actor = start();
   }
 
@@ -129,7 +133,24 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
       Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory,
       Function<PartitionActorSettings, PartitionActorSettings> settings, PartitionId partition,
       int maxHandlerAttempts) {
-    return new PartitionActorTestKit<>(factory, partition, settings, maxHandlerAttempts);
+    return new PartitionActorTestKit<>(factory, partition, config -> settings.apply(PartitionActorSettings.create(config)),
+        maxHandlerAttempts);
+  }
+
+  /**
+   * A kit with the settings a pipeline of your service would give its actors: pipeline
+   * {@code pipelineName}'s {@code partition-actor} section (falling back to
+   * {@code fencepost.partition-actor}) and its {@code handler-retry.max-attempts}, from your
+   * {@code application.conf}; partition 0 of the pipeline's first topic, in its group.
+   */
+  public static <V, S, E> PartitionActorTestKit<V, S, E> forPipeline(
+      Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory, String pipelineName) {
+    PipelineSettings pipeline = PipelineSettings.create(ConfigFactory.load(), pipelineName);
+    PartitionId partition = new PartitionId(pipeline.groupId(),
+        pipeline.topics().isEmpty() ? "test" : pipeline.topics().get(0), 0);
+    return new PartitionActorTestKit<>(factory, partition,
+        config -> PipelineSettings.create(config, pipelineName).partitionActor(),
+        pipeline.handlerRetry().maxAttempts());
   }
 
   private ActorRef<PartitionCommand> start() {
@@ -143,7 +164,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
 
   /** The offset the next new record gets. */
   public long nextNewOffset() {
-    return sent.isEmpty() ? 0 : sent.lastKey() + 1;
+    return nextOffset;
   }
 
   /** A new record at the next offset, without key or headers (not sent yet). */
@@ -152,23 +173,32 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
   }
 
   /**
+   * A new record with a Kafka key at the next offset (not sent yet): the key dead letters carry and
+   * per-key ordering parks by.
+   */
+  public Inbound<V> record(String key, V value, Map<String, String> headers) {
+    Inbound<V> r = record(value, headers);
+    return new Inbound<>(partition, r.offset(), Optional.of(key), value, r.headers(), r.timestamp());
+  }
+
+  /**
    * A new record at the next offset with headers (not sent yet), e.g.
-   * {@code Map.of("idempotency-key", "p-1")} for a business key read from the default header.
-   * Records made and not sent do not take an offset.
+   * {@code Map.of("idempotency-key", "p-1")} for a business key read from the default header. Each
+   * record made takes the next offset, as the broker numbers what producers send: send them in the
+   * order they were made (a record made and never sent leaves a hole the actor refuses to skip).
    */
   public Inbound<V> record(V value, Map<String, String> headers) {
     Map<String, byte[]> raw = new LinkedHashMap<>();
     headers.forEach((k, v) -> raw.put(k, v.getBytes(StandardCharsets.UTF_8)));
-    return new Inbound<>(partition, nextNewOffset(), Optional.empty(), value, raw, Instant.now());
+    return new Inbound<>(partition, nextOffset++, Optional.empty(), value, raw, Instant.now());
   }
 
   /** Sends each value as a new record, all in one batch (one journal write). */
   @SafeVarargs
   public final Result send(V... values) {
     List<Inbound<V>> batch = new ArrayList<>();
-    long offset = nextNewOffset();
     for (V v : values) {
-      batch.add(new Inbound<>(partition, offset++, Optional.empty(), v, Map.of(), Instant.now()));
+      batch.add(record(v));
     }
     return apply(batch);
   }
@@ -187,6 +217,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
         throw new IllegalArgumentException("record of " + r.partition() + " sent to the kit's " + partition);
       }
       sent.putIfAbsent(r.offset(), r);
+      nextOffset = Math.max(nextOffset, r.offset() + 1);
     }
     List<DeadLetter> deadLetters = new ArrayList<>();
     Map<Long, Integer> attempts = new HashMap<>();
@@ -208,9 +239,14 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
             tries, false, replayOf(h.offset())));
         batch.removeIf(r -> r.offset() == h.offset());
       } else if (rejected.error() instanceof RecordsParkedException p) {
+        // As the pipeline does: each parked offset once, with the message its dead letter carries there.
         for (long offset : p.offsets()) {
-          deadLetters.add(new DeadLetter(partition, offset, keyOf(offset), "parked",
-              "parked behind an earlier failed record of its key", 1, true, replayOf(offset)));
+          if (deadLetters.stream().anyMatch(d -> d.offset() == offset)) {
+            continue;
+          }
+          deadLetters.add(new DeadLetter(partition, offset, keyOf(offset), "parked", "key ["
+              + keyOf(offset).orElse("") + "] is parked behind an earlier failed record; replay that one first", 1,
+              true, replayOf(offset)));
         }
         batch.removeIf(r -> p.offsets().contains(r.offset()));
       } else {
@@ -227,7 +263,8 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
 
   private java.util.OptionalLong replayOf(long offset) {
     Inbound<V> r = sent.get(offset);
-    return r == null ? java.util.OptionalLong.empty() : r.replayOf();
+    return r == null ? java.util.OptionalLong.empty()
+        : Inbound.replayedOffset(partition, r.header(Inbound.REPLAY_OF_HEADER).orElse(null));
   }
 
   private static List<Long> offsets(List<? extends Inbound<?>> records) {

@@ -153,4 +153,22 @@ class PartitionActorTestKitTest {
       assertTrue(e.getMessage().contains("sent to the kit's"), e.getMessage());
     }
   }
+
+  @Test
+  void withPerKeyOrderingLaterRecordsOfAFailedKeyAreParkedUntilItIsReplayed() {
+    try (PartitionActorTestKit<String, List<String>, String> kit =
+        PartitionActorTestKit.create(Words::new, s -> s.withPerKeyOrdering(true))) {
+      List<Inbound<String>> batch = List.of(kit.record("K", "boom", Map.of()), kit.record("L", "a", Map.of()),
+          kit.record("K", "b", Map.of()));
+      PartitionActorTestKit.Result r = kit.apply(batch);
+      assertEquals(1, r.applied());
+      assertEquals(List.of(0L, 2L), r.deadLettered().stream().map(d -> d.offset()).toList());
+      assertEquals(List.of(false, true), r.deadLettered().stream().map(d -> d.parked()).toList());
+      assertEquals("key [K] is parked behind an earlier failed record; replay that one first",
+          r.deadLettered().get(1).errorMessage());
+      assertEquals(java.util.Optional.of("K"), r.deadLettered().get(1).key());
+      assertEquals(List.of("a"), kit.state());
+      assertEquals(3, kit.send("c").nextOffset() - 1, "the next record takes offset 3");
+    }
+  }
 }

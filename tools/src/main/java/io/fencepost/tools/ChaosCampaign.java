@@ -18,7 +18,6 @@ import io.fencepost.testkit.Directories;
 import io.fencepost.testkit.FreePorts;
 import io.fencepost.testkit.JvmProcess;
 import io.fencepost.testkit.Postgres;
-import io.fencepost.tools.Reconciliation;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -30,7 +29,7 @@ import org.apache.kafka.clients.admin.NewTopic;
  * a node, a broker restart, a PostgreSQL stop), one at a time. At the end it waits for the ledger to
  * catch up and reconciles the topic against the journal. The same seed replays the same campaign.
  */
-public final class ChaosCampaign {
+final class ChaosCampaign {
 
   /** The kinds of fault. */
   public enum Fault { KILL, ZOMBIE, REBALANCE, BROKER_RESTART, POSTGRES_STOP }

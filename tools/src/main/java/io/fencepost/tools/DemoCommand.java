@@ -19,7 +19,6 @@ import io.fencepost.testkit.FreePorts;
 import io.fencepost.testkit.H2;
 import io.fencepost.testkit.JvmProcess;
 import io.fencepost.testkit.KafkaBroker;
-import io.fencepost.tools.Reconciliation;
 
 /**
  * {@code fencepost demo}: zero set-up. An in-process Kafka broker, an H2 journal in
@@ -128,9 +127,8 @@ final class DemoCommand implements Main.Command {
   /** Runs the ledger_balances projection over the journal until it has caught up, and sums the table. */
   private static LedgerBalances.Totals readModel(JournalDatabase journal) throws Exception {
     LedgerBalances.installSchema(journal);
-    org.apache.pekko.actor.typed.ActorSystem<Void> system = org.apache.pekko.actor.typed.ActorSystem.create(
-        org.apache.pekko.actor.typed.javadsl.Behaviors.empty(), "fencepost-demo-projection",
-        journal.pekkoConfig().withFallback(ConfigFactory.load()));
+    org.apache.pekko.actor.typed.ActorSystem<Void> system = ToolSystems.create("fencepost-demo-projection", journal,
+        DemoCommand.class.getClassLoader());
     try {
       io.fencepost.jdbc.JdbcProjection projection =
           LedgerBalances.projection(system, journal, GROUP, TOPIC);

@@ -6,7 +6,6 @@ import java.util.Optional;
 import io.fencepost.examples.Credited;
 import io.fencepost.examples.PaymentJson;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.tools.Reconciliation;
 import org.apache.kafka.common.header.Header;
 
 /** Reconciliation wired for the ledger: business key = idempotency-key header, else paymentId. */

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-import com.typesafe.config.ConfigFactory;
 import io.fencepost.OffsetReset;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
@@ -13,7 +12,6 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * {@code fencepost offsets reset}: moves a partition's stored next offset in the journal (a halted
@@ -41,7 +39,9 @@ final class OffsetsCommand implements Main.Command {
         .value("jdbc-url", "url", "FENCEPOST_JDBC_URL", null,
             "journal database (jdbc:postgresql:... or jdbc:h2:...); required: a reset never guesses its journal")
         .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
-        .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password");
+        .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
+        .value("classpath", "jars", "FENCEPOST_CLASSPATH", null,
+            "the service's jars or class directories (its events and state are read to recover the partition)");
     if (!flags.parse(java.util.Arrays.copyOfRange(args, 1, args.length))) {
       return 0;
     }
@@ -50,8 +50,8 @@ final class OffsetsCommand implements Main.Command {
     long to = target(flags, partition);
     JournalDatabase journal = JournalDatabase.of(flags.require("jdbc-url"), flags.require("jdbc-user"),
         flags.require("jdbc-password"));
-    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "fencepost-offsets",
-        journal.pekkoConfig().withFallback(ConfigFactory.load()));
+    ActorSystem<Void> system = ToolSystems.create("fencepost-offsets", journal,
+        ToolSystems.classLoader(flags.get("classpath")));
     try {
       OffsetReset.Result r = OffsetReset.to(system, partition, to, PartitionActorSettings.create(system),
           Duration.ofSeconds(60)).toCompletableFuture().get(90, TimeUnit.SECONDS);

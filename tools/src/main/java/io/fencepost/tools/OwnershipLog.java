@@ -15,7 +15,7 @@ import java.util.Optional;
  * What the ledger nodes' logs say about partition ownership: fenced writes, partition restarts and anomalies that must never happen, and when partitions started after a
  * fault. Reads whole log files (every start of a node appends to its file).
  */
-public record OwnershipLog(long fencedWrites, long partitionRestarts, long anomalies) {
+record OwnershipLog(long fencedWrites, long partitionRestarts, long anomalies) {
 
   /** Lines of {@code PartitionOwnership} that report a broken rule (a bug): never expected. */
   static final List<String> ANOMALIES = List.of("(a bug", "has not ended after");

@@ -17,7 +17,6 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
-import com.typesafe.config.ConfigFactory;
 import io.fencepost.AppliedBatch;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.JournalDatabase;
@@ -29,7 +28,6 @@ import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
 import org.apache.pekko.persistence.query.PersistenceQuery;
 
@@ -61,6 +59,8 @@ public final class Reconciliation {
   private Function<Object, Optional<String>> effectKeys = e -> Optional.empty();
   private Duration bucket = Duration.ofMinutes(1);
   private String sequenceHeader;
+  private boolean journaledKeys;
+  private ClassLoader classLoader = Reconciliation.class.getClassLoader();
 
   private Reconciliation(String bootstrap, String topic, String group, JournalDatabase journal) {
     this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
@@ -83,6 +83,27 @@ public final class Reconciliation {
   /** How to read the business key an effect (a journaled user event) applied; empty for events that apply none. */
   public Reconciliation effectKeys(Function<Object, Optional<String>> f) {
     this.effectKeys = Objects.requireNonNull(f);
+    return this;
+  }
+
+  /**
+   * The class loader the journal's events and state are read with (and the configuration with their
+   * serializers loaded from), e.g. one over the service's jar; default: this class's.
+   */
+  public Reconciliation classLoader(ClassLoader value) {
+    this.classLoader = Objects.requireNonNull(value, "classLoader");
+    return this;
+  }
+
+  /**
+   * Takes what was applied from the business-key digests each journal write stores, not from the
+   * events: works for any pipeline whose input keys ({@link #inputKeys}) are its actors'
+   * {@code businessKey}s, without knowing its event types (the key window must be on). A record
+   * without a business key counts as applied when its partition's stored offset has passed it and
+   * it was not dead-lettered.
+   */
+  public Reconciliation appliedKeysFromJournal() {
+    this.journaledKeys = true;
     return this;
   }
 
@@ -208,8 +229,10 @@ public final class Reconciliation {
     Map<String, java.util.BitSet> sequences = new HashMap<>();
     int partitions = partitionCount();
     java.util.Set<Long> deadPositions = new java.util.HashSet<>();
-    long[] droppedAndUnknown = readJournal(sha, d, counts, sampleKeys, partitions, deadPositions);
-    readTopic(sha, d, counts, sampleKeys, bucketIndex, bucketStarts, recordsPerBucket, sequences, deadPositions);
+    long[] storedNext = new long[partitions];
+    long[] droppedAndUnknown = readJournal(sha, d, counts, sampleKeys, partitions, deadPositions, storedNext);
+    readTopic(sha, d, counts, sampleKeys, bucketIndex, bucketStarts, recordsPerBucket, sequences, deadPositions,
+        storedNext);
     long gaps = 0;
     List<String> sampleGaps = new ArrayList<>();
     for (Map.Entry<String, java.util.BitSet> e : new TreeMap<>(sequences).entrySet()) {
@@ -296,7 +319,7 @@ public final class Reconciliation {
 
   private void readTopic(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
       Map<Instant, Integer> bucketIndex, List<Instant> bucketStarts, long[] recordsPerBucket,
-      Map<String, java.util.BitSet> sequences, java.util.Set<Long> deadPositions) {
+      Map<String, java.util.BitSet> sequences, java.util.Set<Long> deadPositions, long[] storedNext) {
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties(),
         new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
       List<TopicPartition> tps = new ArrayList<>();
@@ -327,11 +350,16 @@ public final class Reconciliation {
             bucketStarts.add(start);
           }
           recordsPerBucket[b]++;
-          String key = inputKeys.apply(r).orElseGet(() -> r.topic() + "-" + r.partition() + "-" + r.offset());
+          Optional<String> businessKey = inputKeys.apply(r);
+          String key = businessKey.orElseGet(() -> r.topic() + "-" + r.partition() + "-" + r.offset());
           digest(sha, key, d);
           int slot = counts.addInput(d[0], d[1], b);
-          if (deadPositions.contains(position(r.partition(), r.offset()))) {
+          boolean dead = deadPositions.contains(position(r.partition(), r.offset()));
+          if (dead) {
             counts.markDead(slot);
+          } else if (journaledKeys && businessKey.isEmpty() && r.partition() < storedNext.length
+              && r.offset() < storedNext[r.partition()]) {
+            counts.addApplied(d[0], d[1]);   // keyless: applied once the stored offset passed it
           }
           if (sampleKeys.size() < 100_000) {
             sampleKeys.put(d[0] ^ d[1], key);
@@ -357,10 +385,8 @@ public final class Reconciliation {
   }
 
   private long[] readJournal(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
-      int partitions, java.util.Set<Long> deadPositions) {
-    ActorSystem<Void> reader = ActorSystem.create(Behaviors.empty(), "fencepost-reconciliation",
-        journal.pekkoConfig().withFallback(ConfigFactory.parseString("pekko.loglevel = WARNING"))
-            .withFallback(ConfigFactory.load()));
+      int partitions, java.util.Set<Long> deadPositions, long[] storedNext) {
+    ActorSystem<Void> reader = ToolSystems.create("fencepost-reconciliation", journal, classLoader);
     long[] droppedByKey = {0, 0};
     try {
       JdbcReadJournal read = PersistenceQuery.get(reader)
@@ -373,6 +399,14 @@ public final class Reconciliation {
               droppedByKey[0] += batch.droppedByKey();
               droppedByKey[1] += batch.deadLetters().size();
               batch.deadLetters().forEach(dl -> deadPositions.add(position(partition, dl.offset())));
+              storedNext[partition] = batch.nextOffset();
+              if (journaledKeys) {
+                long[] digests = batch.appliedKeyDigests();
+                for (int i = 0; i + 1 < digests.length; i += 2) {
+                  counts.addApplied(digests[i], digests[i + 1]);
+                }
+                return;
+              }
               for (Object event : batch.events()) {
                 Optional<String> key = effectKeys.apply(event);
                 if (key.isPresent()) {

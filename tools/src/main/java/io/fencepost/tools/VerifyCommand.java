@@ -1,11 +1,19 @@
 package io.fencepost.tools;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Optional;
+import java.util.function.Function;
 
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.tools.Reconciliation;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
 
-/** {@code fencepost verify}: reconciles the input topic against the ledger's journal. */
+/**
+ * {@code fencepost verify}: reconciles an input topic against its pipeline's journal. For the example
+ * ledger by default; for any pipeline with {@code --business-key} (how its actors key records) and
+ * {@code --classpath} (the service's jars, to read its journal).
+ */
 final class VerifyCommand implements Main.Command {
 
   @Override
@@ -18,18 +26,50 @@ final class VerifyCommand implements Main.Command {
         .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
         .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
         .value("bucket-seconds", "n", null, "60", "width of the report's time buckets")
+        .value("business-key", "how", "FENCEPOST_BUSINESS_KEY", "ledger",
+            "the pipeline's business key: ledger (the example: idempotency-key header, else the payment id), "
+                + "header:NAME (a header's UTF-8 value) or record-key (the record key's UTF-8 text); records "
+                + "without one are checked by offset")
+        .value("classpath", "jars", "FENCEPOST_CLASSPATH", null,
+            "the service's jars or class directories, separated by '" + java.io.File.pathSeparator
+                + "' (the journal holds its events)")
         .bool("json", "print the report as JSON");
     if (!flags.parse(args)) {
       return 0;
     }
     JournalDatabase db = JournalDatabase.of(flags.require("jdbc-url"), flags.require("jdbc-user"),
         flags.require("jdbc-password"));
-    Reconciliation.Report report = LedgerReconciliation.of(flags.require("bootstrap"), flags.require("topic"),
-            flags.require("group"), db)
+    String how = flags.require("business-key");
+    Reconciliation reconciliation;
+    if (how.equals("ledger")) {
+      reconciliation = LedgerReconciliation.of(flags.require("bootstrap"), flags.require("topic"),
+          flags.require("group"), db);
+    } else {
+      reconciliation = Reconciliation.of(flags.require("bootstrap"), flags.require("topic"), flags.require("group"),
+          db).inputKeys(keys(how)).appliedKeysFromJournal();
+    }
+    Reconciliation.Report report = reconciliation
+        .classLoader(ToolSystems.classLoader(flags.get("classpath")))
         .bucket(Duration.ofSeconds(flags.intValue("bucket-seconds", 1, 86_400)))
         .run();
     System.out.println(flags.isSet("json") ? report.toJson() : report.render());
     return report.ok() ? 0 : 1;
+  }
+
+  /** The input keys {@code --business-key} names. */
+  static Function<ConsumerRecord<byte[], byte[]>, Optional<String>> keys(String how) {
+    if (how.equals("record-key")) {
+      return r -> r.key() == null ? Optional.empty() : Optional.of(new String(r.key(), StandardCharsets.UTF_8));
+    }
+    if (how.startsWith("header:") && how.length() > "header:".length()) {
+      String name = how.substring("header:".length());
+      return r -> {
+        Header h = r.headers().lastHeader(name);
+        return h == null || h.value() == null ? Optional.empty()
+            : Optional.of(new String(h.value(), StandardCharsets.UTF_8));
+      };
+    }
+    throw new Flags.UsageError("verify: --business-key must be ledger, header:NAME or record-key, was [" + how + "]");
   }
 
   @Override

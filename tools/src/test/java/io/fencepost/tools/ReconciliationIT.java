@@ -27,11 +27,11 @@ import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.testkit.ClusterNodes;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
-import io.fencepost.tools.Reconciliation;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -135,6 +135,96 @@ class ReconciliationIT {
       assertTrue(report.verdict().startsWith("VERDICT FAILED: 20 distinct keys expected, 19 applied, 1 missing, "
           + "1 doubled"), report.verdict());
       assertTrue(report.toJson().contains("\"missing\":1"), report.toJson());
+    } finally {
+      Postgres.shared().dropDatabase(db);
+    }
+  }
+
+  /** Any pipeline: values are journaled as they are; the business key is header "k". */
+  static final class Echo extends PartitionActor<String, Long, String> {
+    Echo(PartitionContext context) {
+      super(context);
+    }
+
+    @Override
+    protected Long emptyState() {
+      return 0L;
+    }
+
+    @Override
+    protected Effects<String> onRecord(Long state, Inbound<String> in) {
+      return Effects.persist(in.value());
+    }
+
+    @Override
+    protected Long applyEvent(Long state, String event) {
+      return state + 1;
+    }
+  }
+
+  @Test
+  void verifyChecksAnyPipelineByTheBusinessKeysItsJournalRecords() throws Exception {
+    JournalDatabase db = Postgres.shared().createDatabase("verify_any_it");
+    db.installSchema();
+    try (KafkaBroker broker = KafkaBroker.create().start()) {
+      String topic = KafkaBroker.uniqueName("any");
+      broker.createTopic(topic, 1);
+      String group = KafkaBroker.uniqueName("any-group");
+      Properties p = new Properties();
+      p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+      try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(),
+          new StringSerializer())) {
+        for (String k : List.of("k1", "k2", "k3", "k4", "k5", "k1")) {   // k1 re-sent by a producer
+          ProducerRecord<String, String> r = new ProducerRecord<>(topic, 0, null, "v-" + k);
+          r.headers().add("k", k.getBytes(StandardCharsets.UTF_8));
+          producer.send(r).get();
+        }
+        producer.send(new ProducerRecord<>(topic, 0, null, "keyless")).get();
+      }
+      ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "any",
+          ClusterNodes.node("any", 0, List.of()).withFallback(db.pekkoConfig()).withFallback(ConfigFactory.load()));
+      ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
+      try {
+        PipelineSettings settings = PipelineSettings.create(system, "any").withBootstrapServers(
+            broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group).withBatch(1, Duration.ofMillis(20));
+        // planted: a window of 2 keys has forgotten k1 when its re-send arrives, so k1 is applied twice
+        settings = settings.withPartitionActor(settings.partitionActor().withKeyHeader("k")
+            .withKeyWindow(true, 2, Duration.ofHours(1)));
+        Pipeline pipeline = KafkaPipeline.create(system, Echo::new, new StringDeserializer(), settings).start();
+        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        while (pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS).stream()
+            .mapToLong(v -> v.nextOffset().orElse(0)).sum() < 7 && System.nanoTime() < deadline) {
+          Thread.sleep(200);
+        }
+        pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      } finally {
+        system.terminate();
+        system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      }
+      try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(),
+          new StringSerializer())) {
+        ProducerRecord<String, String> late = new ProducerRecord<>(topic, 0, null, "v-k9");   // never applied
+        late.headers().add("k", "k9".getBytes(StandardCharsets.UTF_8));
+        producer.send(late).get();
+      }
+
+      Reconciliation.Report report = Reconciliation.of(broker.bootstrapServers(), topic, group, db)
+          .inputKeys(VerifyCommand.keys("header:k")).appliedKeysFromJournal().run();
+      System.out.println(report.render());
+      assertEquals(8, report.total().records());
+      assertEquals(7, report.total().expected(), "k1..k5, k9 and the keyless record by its offset");
+      assertEquals(6, report.total().applied());
+      assertEquals(List.of("k9"), report.sampleMissing());
+      assertEquals(List.of("k1"), report.sampleDoubled());
+      assertEquals(1, report.total().producerDuplicates());
+      assertEquals(0, report.unexpectedEffects());
+
+      int exit = Main.run(new String[] {"verify", "--bootstrap", broker.bootstrapServers(), "--topic", topic,
+          "--group", group, "--jdbc-url", db.jdbcUrl(), "--jdbc-user", db.user(), "--jdbc-password", db.password(),
+          "--business-key", "header:k"});
+      assertEquals(1, exit, "verify exits 1 when anything is missing or doubled");
+      assertEquals(2, Main.run(new String[] {"verify", "--bootstrap", broker.bootstrapServers(), "--topic", topic,
+          "--group", group, "--jdbc-url", db.jdbcUrl(), "--business-key", "value"}), "a bad flag exits 2");
     } finally {
       Postgres.shared().dropDatabase(db);
     }

@@ -84,8 +84,12 @@ class PageViewServiceIT {
         assertEquals(50, last[2], "re-sent views dropped by their view-id");
       } finally {
         service.destroy();   // SIGTERM: a graceful stop
-        assertTrue(service.waitFor(60, TimeUnit.SECONDS), "the service stops on SIGTERM");
+        boolean stopped = service.waitFor(60, TimeUnit.SECONDS);
+        if (!stopped) {
+          service.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+        }
         reader.join(10_000);
+        assertTrue(stopped, "the service stops on SIGTERM");
       }
     }
   }

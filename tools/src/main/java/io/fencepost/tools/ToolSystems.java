@@ -1,0 +1,62 @@
+package io.fencepost.tools;
+
+import java.util.Optional;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.jdbc.JournalDatabase;
+import org.apache.pekko.actor.BootstrapSetup;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * The actor systems the tools read and write a journal with. They load the service's configuration
+ * (its serializers) but never its cluster or remoting: a tool run next to a running service must not
+ * bind the service's port, nor join its cluster.
+ */
+final class ToolSystems {
+
+  private ToolSystems() {
+  }
+
+  /**
+   * A class loader over {@code classpath} (jars and directories separated by the platform's path
+   * separator) on top of the tools' own classes; the tools' loader when empty.
+   *
+   * @throws Flags.UsageError naming an entry that does not exist
+   */
+  static ClassLoader classLoader(Optional<String> classpath) {
+    if (classpath.isEmpty() || classpath.get().isBlank()) {
+      return ToolSystems.class.getClassLoader();
+    }
+    java.util.List<java.net.URL> urls = new java.util.ArrayList<>();
+    for (String entry : classpath.get().split(java.io.File.pathSeparator)) {
+      if (entry.isBlank()) {
+        continue;
+      }
+      java.nio.file.Path path = java.nio.file.Path.of(entry.trim());
+      if (!java.nio.file.Files.exists(path)) {
+        throw new Flags.UsageError("--classpath: [" + entry + "] does not exist (jars and directories, separated by '"
+            + java.io.File.pathSeparator + "')");
+      }
+      try {
+        urls.add(path.toUri().toURL());
+      } catch (java.net.MalformedURLException e) {
+        throw new Flags.UsageError("--classpath: [" + entry + "] is not a usable path: " + e.getMessage());
+      }
+    }
+    return new java.net.URLClassLoader("service-classpath", urls.toArray(new java.net.URL[0]),
+        ToolSystems.class.getClassLoader());
+  }
+
+  /** A local actor system on {@code journal}, with classes and configuration from {@code loader}. */
+  static ActorSystem<Void> create(String name, JournalDatabase journal, ClassLoader loader) {
+    Config config = ConfigFactory.parseString("pekko.actor.provider = local\n"
+            + "pekko.loglevel = WARNING\n"
+            + "pekko.coordinated-shutdown.exit-jvm = off\n")
+        .withFallback(journal.pekkoConfig())
+        .withFallback(ConfigFactory.load(loader));
+    return ActorSystem.create(Behaviors.empty(), name,
+        BootstrapSetup.create(Optional.of(loader), Optional.of(config), Optional.empty()));
+  }
+}
