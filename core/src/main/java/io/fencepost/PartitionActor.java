@@ -79,13 +79,14 @@ public abstract class PartitionActor<V, S, E> {
    * same logical message. Records whose key was applied within the key window are dropped. The
    * default reads the header named by {@code fencepost.partition-actor.key-window.header}, else the
    * {@value OutboxRecord#ID_HEADER} header an upstream Fencepost outbox relay sets (so chained
-   * pipelines drop re-published copies). Called
+   * pipelines drop re-published copies); a header with an empty value is no key (every record with
+   * an empty one would otherwise count as a copy of the first). Called
    * in the actor for each record at or above the stored offset; not called during recovery.
    */
   protected Optional<String> businessKey(Inbound<V> record) {
     String header = context.settings().keyHeader();
-    Optional<String> key = header.isEmpty() ? Optional.empty() : record.header(header);
-    return key.isPresent() ? key : record.header(OutboxRecord.ID_HEADER);
+    Optional<String> key = header.isEmpty() ? Optional.empty() : record.header(header).filter(k -> !k.isEmpty());
+    return key.isPresent() ? key : record.header(OutboxRecord.ID_HEADER).filter(k -> !k.isEmpty());
   }
 
   /**

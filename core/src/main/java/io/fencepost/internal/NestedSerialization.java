@@ -55,8 +55,8 @@ public final class NestedSerialization {
             + "(Pekko serializer " + id + "): put the jar holding the service's events and state on the classpath "
             + "(fencepost tools: --classpath)", e);
       }
-      throw new java.io.NotSerializableException("the serializer with id " + id + " cannot read an object with manifest ["
-          + manifest + "]: " + e);
+      throw new IllegalStateException("the serializer with id " + id + " cannot read an object with manifest ["
+          + manifest + "]: " + e, e);
     }
     return read.get();
   }
@@ -65,12 +65,14 @@ public final class NestedSerialization {
   private String missingClass(Throwable e, String manifest) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof ClassNotFoundException || t instanceof NoClassDefFoundError) {
-        return manifest.isEmpty() ? t.getMessage() : manifest;
+        return t.getMessage();
       }
     }
-    if (!manifest.isEmpty() && manifest.indexOf('.') > 0 && !manifest.contains(" ")
-        && system.dynamicAccess().getClassFor(manifest, scala.reflect.ClassTag.Any()).isFailure()) {
-      return manifest;
+    // Jackson's manifest is the class name, with "#version" for a versioned migration.
+    String className = manifest.contains("#") ? manifest.substring(0, manifest.indexOf('#')) : manifest;
+    if (!className.isEmpty() && className.indexOf('.') > 0 && !className.contains(" ")
+        && system.dynamicAccess().getClassFor(className, scala.reflect.ClassTag.Any()).isFailure()) {
+      return className;
     }
     return null;
   }

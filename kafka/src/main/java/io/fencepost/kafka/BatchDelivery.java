@@ -337,10 +337,12 @@ final class BatchDelivery<V> {
       throw new RecordTooLargeException("value of " + r.value().length + " bytes exceeds fencepost.pipelines."
           + settings.name() + ".dead-letter.max-record-bytes = " + settings.deadLetter().maxRecordBytes());
     }
+    // Headers first: a deserializer may change them, the business key must not see that.
+    List<Inbound.Header> headers = RecordDecoder.headers(r);
     Optional<Object> typedKey = decoder.key(r);
     V value = decoder.value(r);
-    return new Inbound<>(id, r.offset(), key(r), value, RecordDecoder.headers(r),
-        Instant.ofEpochMilli(Math.max(0, r.timestamp())), typedKey);
+    return new Inbound<>(id, r.offset(), key(r), value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())),
+        typedKey);
   }
 
 }

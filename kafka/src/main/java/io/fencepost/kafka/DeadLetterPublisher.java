@@ -40,7 +40,7 @@ final class DeadLetterPublisher {
     this.system = system;
     this.settings = settings;
     this.producer = new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(),
-        settings.deadLetter().producer(), "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients"),
+        settings.producerClients(settings.deadLetter().producer()), "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients"),
         new ByteArraySerializer(), new ByteArraySerializer());
   }
 

@@ -54,6 +54,7 @@ public final class DeadLetterReplay {
   private long fromOffset = 0;
   private long toOffset = Long.MAX_VALUE;
   private boolean dryRun;
+  private Map<String, String> kafkaClients = Map.of();
 
   private DeadLetterReplay(String bootstrap, String deadLetterTopic) {
     this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
@@ -82,6 +83,23 @@ public final class DeadLetterReplay {
     return this;
   }
 
+  /**
+   * Properties for the replay's consumer and producer, e.g. the cluster's security settings (a
+   * pipeline's {@code common-kafka-clients}). Settings that would switch off the producer's
+   * idempotence are refused.
+   */
+  public DeadLetterReplay withKafkaClients(Map<String, String> properties) {
+    ProducerSafety.check(properties, "dead-letter replay kafka-clients");
+    for (String key : List.of("bootstrap.servers", "group.id", "enable.auto.commit")) {
+      if (properties.containsKey(key)) {
+        throw new IllegalArgumentException("dead-letter replay kafka-clients: " + key + " must not be set here"
+            + (key.equals("bootstrap.servers") ? " (give it to DeadLetterReplay.from)" : ""));
+      }
+    }
+    this.kafkaClients = Map.copyOf(properties);
+    return this;
+  }
+
   /** Count what would be replayed without producing anything. */
   public DeadLetterReplay dryRun() {
     this.dryRun = true;
@@ -102,6 +120,7 @@ public final class DeadLetterReplay {
   /** Reads the dead-letter topic up to its current end and re-injects the matching dead letters. */
   public Result run() {
     Properties cp = new Properties();
+    cp.putAll(kafkaClients);
     cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
@@ -145,7 +164,8 @@ public final class DeadLetterReplay {
     }
     if (!dryRun && !out.isEmpty()) {
       try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
-          ProducerSafety.safeProperties(bootstrap, Map.of(), "dead-letter replay"), new ByteArraySerializer(),
+          ProducerSafety.safeProperties(bootstrap, kafkaClients, "dead-letter replay kafka-clients"),
+          new ByteArraySerializer(),
           new ByteArraySerializer())) {
         List<java.util.concurrent.Future<?>> acks = new ArrayList<>();
         for (ProducerRecord<byte[], byte[]> r : out) {

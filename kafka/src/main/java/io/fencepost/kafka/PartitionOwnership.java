@@ -114,8 +114,8 @@ final class PartitionOwnership {
 
   /**
    * The consumer's properties: Pekko's {@code pekko.kafka.consumer.kafka-clients}, then the
-   * pipeline's {@code kafka-clients}; offsets never auto-committed; cooperative rebalancing unless an
-   * assignor is configured.
+   * pipeline's {@code common-kafka-clients}, then its {@code kafka-clients}; offsets never
+   * auto-committed; cooperative rebalancing unless an assignor is configured.
    */
   static Map<String, Object> consumerProperties(ActorSystem<?> system, PipelineSettings settings) {
     Map<String, Object> props = new HashMap<>(
@@ -124,6 +124,7 @@ final class PartitionOwnership {
     props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
     // New partitions and recreated topics are seen within 30 s (Kafka's default is 5 minutes).
     props.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "30000");
+    props.putAll(settings.commonKafkaClients());
     props.putAll(settings.kafkaClients());
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
     props.put(ConsumerConfig.GROUP_ID_CONFIG, settings.groupId());

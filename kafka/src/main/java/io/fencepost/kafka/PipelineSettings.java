@@ -191,6 +191,7 @@ public final class PipelineSettings {
     DeadLetterSettings deadLetter;
     OutboxSettings outbox;
     Map<String, String> kafkaClients;
+    Map<String, String> commonKafkaClients;
     PartitionActorSettings partitionActor;
 
     Values copy() {
@@ -273,6 +274,15 @@ public final class PipelineSettings {
       throw new SettingsException(p + "kafka-clients.group.id", v.kafkaClients.get("group.id"),
           "must not be set here; use " + p + "group-id");
     }
+    v.commonKafkaClients = Map.copyOf(v.commonKafkaClients);
+    for (String key : List.of("enable.auto.commit", "group.id", "bootstrap.servers")) {
+      if (v.commonKafkaClients.containsKey(key)) {
+        throw new SettingsException(p + "common-kafka-clients." + key, v.commonKafkaClients.get(key),
+            "must not be set in the properties every client shares; set " + (key.equals("bootstrap.servers")
+                ? p + "bootstrap-servers" : key.equals("group.id") ? p + "group-id" : "nothing (refused)"));
+      }
+    }
+    ProducerSafety.check(v.commonKafkaClients, p + "common-kafka-clients");
     Objects.requireNonNull(v.partitionActor, "partitionActor");
     if (v.partitionActor.callTimeout().compareTo(v.askTimeout) >= 0) {
       throw new SettingsException(p + "partition-actor.external-call.timeout", v.partitionActor.callTimeout(),
@@ -337,6 +347,8 @@ public final class PipelineSettings {
       v.partitionActor = PartitionActorSettings.fromSection(actorSection, own + ".partition-actor");
       key = "kafka-clients";
       v.kafkaClients = properties(section.getConfig(key));
+      key = "common-kafka-clients";
+      v.commonKafkaClients = properties(section.getConfig(key));
       key = "bootstrap-servers";
       v.bootstrapServers = section.getString(key);
       key = "topics";
@@ -493,6 +505,21 @@ public final class PipelineSettings {
     return with(c -> c.kafkaClients = Objects.requireNonNull(value, "kafkaClients"));
   }
 
+  /** One {@code common-kafka-clients} property (added or replaced). */
+  public PipelineSettings withCommonKafkaClient(String key, String value) {
+    Map<String, String> m = new TreeMap<>(v.commonKafkaClients);
+    m.put(key, value);
+    return withCommonKafkaClients(m);
+  }
+
+  /**
+   * {@code common-kafka-clients}: properties every Kafka client of the pipeline gets (consumer,
+   * admin, log probe, dead-letter and outbox producers), e.g. security settings.
+   */
+  public PipelineSettings withCommonKafkaClients(Map<String, String> value) {
+    return with(c -> c.commonKafkaClients = Objects.requireNonNull(value, "commonKafkaClients"));
+  }
+
   /** {@code partition-actor}. */
   public PipelineSettings withPartitionActor(PartitionActorSettings value) {
     return with(c -> c.partitionActor = value);
@@ -561,9 +588,24 @@ public final class PipelineSettings {
     return v.outbox;
   }
 
-  /** Pass-through KafkaConsumer properties. */
+  /** Pass-through KafkaConsumer properties (over {@link #commonKafkaClients()}). */
   public Map<String, String> kafkaClients() {
     return v.kafkaClients;
+  }
+
+  /**
+   * Properties every Kafka client of the pipeline gets, under the more specific blocks (default
+   * {@code fencepost.kafka-clients}): where security settings go.
+   */
+  public Map<String, String> commonKafkaClients() {
+    return v.commonKafkaClients;
+  }
+
+  /** A producer's properties: the common ones, then {@code specific} (which win). */
+  Map<String, String> producerClients(Map<String, String> specific) {
+    Map<String, String> m = new TreeMap<>(v.commonKafkaClients);
+    m.putAll(specific);
+    return m;
   }
 
   public PartitionActorSettings partitionActor() {
@@ -576,7 +618,7 @@ public final class PipelineSettings {
         + ", groupId=" + v.groupId + ", autoOffsetReset=" + v.autoOffsetReset + ", " + v.batch + ", askTimeout="
         + v.askTimeout + ", " + v.retryBackoff + ", stallTimeout=" + v.stallTimeout + ", " + v.commit
         + ", drainTimeout=" + v.drainTimeout + ", progressInterval=" + v.progressInterval
-        + ", kafkaClients=" + v.kafkaClients.keySet() + ", " + v.handlerRetry + ", deadLetter=*"
+        + ", kafkaClients=" + v.kafkaClients.keySet() + ", commonKafkaClients=" + v.commonKafkaClients.keySet() + ", " + v.handlerRetry + ", deadLetter=*"
         + v.deadLetter.topicSuffix() + (v.deadLetter.createTopic() ? " (create)" : "") + " max "
         + v.deadLetter.maxRecordBytes() + " B, outbox=" + (v.outbox.enabled() ? "on" : "off")
         + ", partitionActor=" + v.partitionActor + ")";

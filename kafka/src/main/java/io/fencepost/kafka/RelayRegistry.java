@@ -33,7 +33,7 @@ final class RelayRegistry {
     this.system = system;
     this.settings = settings;
     this.producer = settings.outbox().enabled()
-        ? new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(), settings.outbox().producer(),
+        ? new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(), settings.producerClients(settings.outbox().producer()),
             "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients"),
             new ByteArraySerializer(), new ByteArraySerializer())
         : null;

@@ -31,6 +31,8 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.pekko.Done;
@@ -81,10 +83,12 @@ final class RunningPipeline<V> implements Pipeline {
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
     this.self = system.address();
-    // The admin client and the log probe connect as the consumer does (security settings included).
+    // The admin client and the log probe connect as the consumer does: the common client properties,
+    // and the consumer's own security settings.
     Map<String, String> consumerProps = new HashMap<>();
     consumerProperties.forEach((k, v) -> consumerProps.put(k, String.valueOf(v)));
     Properties adminProps = new Properties();
+    adminProps.putAll(settings.commonKafkaClients());
     consumerProps.forEach((k, v) -> {
       if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")) {
         adminProps.put(k, v);
@@ -236,6 +240,19 @@ final class RunningPipeline<V> implements Pipeline {
     try {
       sources = admin.describeTopics(settings.topics()).allTopicNames().get(30, TimeUnit.SECONDS);
     } catch (ExecutionException e) {
+      if (e.getCause() instanceof AuthenticationException) {
+        // One line naming where credentials are set, never their values.
+        throw new SettingsException(p + "common-kafka-clients", "security.protocol="
+            + consumerProperties.getOrDefault("security.protocol", "PLAINTEXT") + ", sasl.mechanism="
+            + consumerProperties.getOrDefault("sasl.mechanism", "GSSAPI"), "was refused by Kafka at "
+            + settings.bootstrapServers() + " (" + e.getCause().getMessage() + "): check the user and password in "
+            + "sasl.jaas.config (fencepost.kafka-clients, or this pipeline's common-kafka-clients)");
+      }
+      if (e.getCause() instanceof AuthorizationException) {
+        throw new SettingsException(p + "topics", settings.topics(), "cannot be described by this pipeline's Kafka "
+            + "user at " + settings.bootstrapServers() + " (" + e.getCause().getMessage() + "): grant it DESCRIBE and "
+            + "READ on the topics and READ on group [" + settings.groupId() + "]");
+      }
       throw new SettingsException(p + "topics", settings.topics(), "must name existing topics at "
           + settings.bootstrapServers() + " (" + e.getCause().getMessage() + "): create them or fix the names");
     } catch (Exception e) {

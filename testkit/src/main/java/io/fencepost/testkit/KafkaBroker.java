@@ -57,6 +57,9 @@ public final class KafkaBroker implements AutoCloseable {
   private final int controllerPort;
   private final Map<String, String> overrides;
   private KafkaRaftServer server;
+  /** SCRAM-SHA-512 users of the SASL_PLAINTEXT listener (none: no such listener). */
+  private final Map<String, String> scramUsers = new java.util.TreeMap<>();
+  private int saslPort = -1;
 
   private KafkaBroker(Path dataDir, boolean ownsDataDir, int brokerPort, int controllerPort,
       Map<String, String> overrides) {
@@ -90,6 +93,38 @@ public final class KafkaBroker implements AutoCloseable {
         FreePorts.next(), overrides);
   }
 
+  /**
+   * Adds a second client listener, SASL_PLAINTEXT with SCRAM-SHA-512, on which {@code user} may
+   * log in with {@code password} (call before {@link #start()}; repeat for more users). The
+   * PLAINTEXT listener stays, for the test's own clients. Clients connect with
+   * {@link #saslBootstrapServers()} and {@link #scramClientProperties}.
+   */
+  public synchronized KafkaBroker withScramUser(String user, String password) {
+    if (server != null) {
+      throw new IllegalStateException("add SCRAM users before the broker starts");
+    }
+    scramUsers.put(Objects.requireNonNull(user, "user"), Objects.requireNonNull(password, "password"));
+    if (saslPort < 0) {
+      saslPort = FreePorts.next();
+    }
+    return this;
+  }
+
+  /** The {@code bootstrap.servers} of the SASL_PLAINTEXT listener ({@link #withScramUser}). */
+  public String saslBootstrapServers() {
+    if (saslPort < 0) {
+      throw new IllegalStateException("no SASL listener: call withScramUser before start");
+    }
+    return "127.0.0.1:" + saslPort;
+  }
+
+  /** The client properties that log in as {@code user} on the SASL_PLAINTEXT listener. */
+  public static Map<String, String> scramClientProperties(String user, String password) {
+    return Map.of("security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "SCRAM-SHA-512",
+        "sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+            + user + "\" password=\"" + password + "\";");
+  }
+
   /** Starts the broker (formatting its directory on first start) and waits until it serves requests. */
   public synchronized KafkaBroker start() {
     if (server != null) {
@@ -105,6 +140,9 @@ public final class KafkaBroker implements AutoCloseable {
       raft.startup();
       server = raft;
       awaitReady();
+      if (!scramUsers.isEmpty()) {
+        addScramUsers();
+      }
       log.info("Kafka broker ready at [{}] with data in [{}]", bootstrapServers(), dataDir);
       return this;
     } catch (IOException e) {
@@ -214,9 +252,19 @@ public final class KafkaBroker implements AutoCloseable {
     p.put("process.roles", "broker,controller");
     p.put("node.id", "1");
     p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
-    p.put("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",CONTROLLER://127.0.0.1:" + controllerPort);
-    p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort);
-    p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+    if (saslPort < 0) {
+      p.put("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",CONTROLLER://127.0.0.1:" + controllerPort);
+      p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort);
+      p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+    } else {
+      p.put("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",SASL_PLAINTEXT://127.0.0.1:" + saslPort
+          + ",CONTROLLER://127.0.0.1:" + controllerPort);
+      p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",SASL_PLAINTEXT://127.0.0.1:" + saslPort);
+      p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT");
+      p.put("sasl.enabled.mechanisms", "SCRAM-SHA-512");
+      p.put("listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
+          "org.apache.kafka.common.security.scram.ScramLoginModule required;");
+    }
     p.put("controller.listener.names", "CONTROLLER");
     p.put("inter.broker.listener.name", "PLAINTEXT");
     p.put("log.dirs", logDir().toString());
@@ -250,6 +298,41 @@ public final class KafkaBroker implements AutoCloseable {
           .run();
     } catch (Exception e) {
       throw new IllegalStateException("cannot format the KRaft log directory " + logDir() + ": " + e, e);
+    }
+  }
+
+  /** Stores the SCRAM credentials (through the PLAINTEXT listener) and waits until each can log in. */
+  private void addScramUsers() {
+    List<org.apache.kafka.clients.admin.UserScramCredentialAlteration> upserts = new java.util.ArrayList<>();
+    scramUsers.forEach((user, password) -> upserts.add(new org.apache.kafka.clients.admin.UserScramCredentialUpsertion(
+        user, new org.apache.kafka.clients.admin.ScramCredentialInfo(
+            org.apache.kafka.clients.admin.ScramMechanism.SCRAM_SHA_512, 4096), password)));
+    try (Admin admin = admin()) {
+      admin.alterUserScramCredentials(upserts).all().get(30, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot store SCRAM credentials on the broker: " + e, e);
+    }
+    long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
+    for (Map.Entry<String, String> user : scramUsers.entrySet()) {
+      Exception last = null;
+      while (true) {
+        Properties props = new Properties();
+        props.putAll(scramClientProperties(user.getKey(), user.getValue()));
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, saslBootstrapServers());
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "5000");
+        try (Admin admin = Admin.create(props)) {
+          admin.describeCluster().nodes().get(5, TimeUnit.SECONDS);
+          break;
+        } catch (Exception e) {
+          last = e;
+        }
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("SCRAM user [" + user.getKey() + "] cannot log in at "
+              + saslBootstrapServers() + " within " + READY_TIMEOUT.toSeconds() + " s", last);
+        }
+        sleep(100);
+      }
     }
   }
 

@@ -149,7 +149,10 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
     PartitionId partition = new PartitionId(pipeline.groupId(),
         pipeline.topics().isEmpty() ? "test" : pipeline.topics().get(0), 0);
     return new PartitionActorTestKit<>(factory, partition,
-        config -> PipelineSettings.create(config, pipelineName).partitionActor(),
+        // The pipeline's own journal or snapshot plugin, if it names one, is replaced by the kit's in-memory ones.
+        config -> PipelineSettings.create(ConfigFactory.parseString(
+                "fencepost.pipelines.\"" + pipelineName + "\".partition-actor { journal-plugin-id = \"\", "
+                    + "snapshot-plugin-id = \"\" }").withFallback(config), pipelineName).partitionActor(),
         pipeline.handlerRetry().maxAttempts());
   }
 

@@ -22,13 +22,16 @@ final class DlqCommand implements Main.Command {
         .value("partition", "n", null, null, "only dead letters of this source partition (with --from-offset/--to-offset)")
         .value("from-offset", "n", null, "0", "lowest original offset to replay (needs --partition)")
         .value("to-offset", "n", null, String.valueOf(Integer.MAX_VALUE), "highest original offset to replay (needs --partition)")
+        .value("client-config", "file", "FENCEPOST_CLIENT_CONFIG", null,
+            "Kafka client properties file (security.protocol, sasl.*, ssl.*), as Kafka's tools' --command-config")
         .bool("dry-run", "count what would be replayed, send nothing");
     String[] rest = java.util.Arrays.copyOfRange(args, 1, args.length);
     if (!flags.parse(rest)) {
       return 0;
     }
     DeadLetterReplay replay = DeadLetterReplay.from(flags.require("bootstrap"),
-        flags.require("topic") + flags.require("suffix"));
+        flags.require("topic") + flags.require("suffix"))
+        .withKafkaClients(ToolSystems.clientConfig(flags.get("client-config")));
     flags.get("key").ifPresent(replay::withKey);
     if (flags.get("partition").isPresent()) {
       replay.withOffsets(flags.intValue("partition", 0, Integer.MAX_VALUE), flags.intValue("from-offset", 0,

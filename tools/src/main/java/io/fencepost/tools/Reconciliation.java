@@ -61,6 +61,7 @@ public final class Reconciliation {
   private String sequenceHeader;
   private boolean journaledKeys;
   private ClassLoader classLoader = Reconciliation.class.getClassLoader();
+  private Map<String, String> kafkaClients = Map.of();
 
   private Reconciliation(String bootstrap, String topic, String group, JournalDatabase journal) {
     this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
@@ -86,6 +87,12 @@ public final class Reconciliation {
     return this;
   }
 
+  /** Properties for the consumer that reads the topic, e.g. the cluster's security settings. */
+  public Reconciliation kafkaClients(Map<String, String> properties) {
+    this.kafkaClients = Map.copyOf(properties);
+    return this;
+  }
+
   /**
    * The class loader the journal's events and state are read with (and the configuration with their
    * serializers loaded from), e.g. one over the service's jar; default: this class's.
@@ -99,8 +106,10 @@ public final class Reconciliation {
    * Takes what was applied from the business-key digests each journal write stores, not from the
    * events: works for any pipeline whose input keys ({@link #inputKeys}) are its actors'
    * {@code businessKey}s, without knowing its event types (the key window must be on). A record
-   * without a business key counts as applied when its partition's stored offset has passed it and
-   * it was not dead-lettered.
+   * without a business key is checked by its offset: applied as often as journal writes covered its
+   * offset (an operator's offset reset covers nothing; a reset back makes writes cover offsets twice),
+   * unless it was dead-lettered. In {@code at-most-once} mode a write covers records before their
+   * handlers ran, so records lost after it are not seen.
    */
   public Reconciliation appliedKeysFromJournal() {
     this.journaledKeys = true;
@@ -229,10 +238,25 @@ public final class Reconciliation {
     Map<String, java.util.BitSet> sequences = new HashMap<>();
     int partitions = partitionCount();
     java.util.Set<Long> deadPositions = new java.util.HashSet<>();
-    long[] storedNext = new long[partitions];
-    long[] droppedAndUnknown = readJournal(sha, d, counts, sampleKeys, partitions, deadPositions, storedNext);
-    readTopic(sha, d, counts, sampleKeys, bucketIndex, bucketStarts, recordsPerBucket, sequences, deadPositions,
-        storedNext);
+    List<TreeMap<Long, Integer>> coverage = new ArrayList<>();
+    for (int i = 0; i < partitions; i++) {
+      coverage.add(new TreeMap<>());
+    }
+    long[] droppedAndUnknown = readJournal(sha, d, counts, sampleKeys, partitions, deadPositions, coverage);
+    for (TreeMap<Long, Integer> deltas : coverage) {
+      int running = 0;
+      for (Map.Entry<Long, Integer> e : deltas.entrySet()) {
+        running += e.getValue();
+        e.setValue(running);   // from this offset on, covered this many times
+      }
+    }
+    long keyed = readTopic(sha, d, counts, sampleKeys, bucketIndex, bucketStarts, recordsPerBucket, sequences,
+        deadPositions, coverage);
+    if (journaledKeys && keyed > 0 && droppedAndUnknown[2] == 0) {
+      throw new IllegalStateException("the topic holds " + keyed + " records with a business key, but no journal "
+          + "entry of group [" + group + "] holds business-key digests: is the key window off "
+          + "(key-window.enabled)? Checking by the journaled keys needs it on");
+    }
     long gaps = 0;
     List<String> sampleGaps = new ArrayList<>();
     for (Map.Entry<String, java.util.BitSet> e : new TreeMap<>(sequences).entrySet()) {
@@ -295,6 +319,7 @@ public final class Reconciliation {
 
   private Properties consumerProperties() {
     Properties p = new Properties();
+    p.putAll(kafkaClients);
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
@@ -317,9 +342,11 @@ public final class Reconciliation {
     return ((long) partition << 48) | offset;
   }
 
-  private void readTopic(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
+  private long readTopic(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
       Map<Instant, Integer> bucketIndex, List<Instant> bucketStarts, long[] recordsPerBucket,
-      Map<String, java.util.BitSet> sequences, java.util.Set<Long> deadPositions, long[] storedNext) {
+      Map<String, java.util.BitSet> sequences, java.util.Set<Long> deadPositions,
+      List<TreeMap<Long, Integer>> coverage) {
+    long keyed = 0;
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties(),
         new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
       List<TopicPartition> tps = new ArrayList<>();
@@ -357,9 +384,15 @@ public final class Reconciliation {
           boolean dead = deadPositions.contains(position(r.partition(), r.offset()));
           if (dead) {
             counts.markDead(slot);
-          } else if (journaledKeys && businessKey.isEmpty() && r.partition() < storedNext.length
-              && r.offset() < storedNext[r.partition()]) {
-            counts.addApplied(d[0], d[1]);   // keyless: applied once the stored offset passed it
+          } else if (journaledKeys && businessKey.isEmpty() && r.partition() < coverage.size()) {
+            // keyless: applied as often as journal writes covered its offset
+            Map.Entry<Long, Integer> covered = coverage.get(r.partition()).floorEntry(r.offset());
+            for (int i = 0; covered != null && i < covered.getValue(); i++) {
+              counts.addApplied(d[0], d[1]);
+            }
+          }
+          if (businessKey.isPresent()) {
+            keyed++;
           }
           if (sampleKeys.size() < 100_000) {
             sampleKeys.put(d[0] ^ d[1], key);
@@ -382,12 +415,13 @@ public final class Reconciliation {
         }
       }
     }
+    return keyed;
   }
 
   private long[] readJournal(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
-      int partitions, java.util.Set<Long> deadPositions, long[] storedNext) {
+      int partitions, java.util.Set<Long> deadPositions, List<TreeMap<Long, Integer>> coverage) {
     ActorSystem<Void> reader = ToolSystems.create("fencepost-reconciliation", journal, classLoader);
-    long[] droppedByKey = {0, 0};
+    long[] droppedByKey = {0, 0, 0};   // dropped by key, dead-lettered, digests journaled
     try {
       JdbcReadJournal read = PersistenceQuery.get(reader)
           .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
@@ -399,9 +433,13 @@ public final class Reconciliation {
               droppedByKey[0] += batch.droppedByKey();
               droppedByKey[1] += batch.deadLetters().size();
               batch.deadLetters().forEach(dl -> deadPositions.add(position(partition, dl.offset())));
-              storedNext[partition] = batch.nextOffset();
+              if (batch.nextOffset() > batch.fromOffset() && !batch.incarnation().startsWith("offset-reset-")) {
+                coverage.get(partition).merge(batch.fromOffset(), 1, Integer::sum);
+                coverage.get(partition).merge(batch.nextOffset(), -1, Integer::sum);
+              }
               if (journaledKeys) {
                 long[] digests = batch.appliedKeyDigests();
+                droppedByKey[2] += digests.length / 2;
                 for (int i = 0; i + 1 < digests.length; i += 2) {
                   counts.addApplied(digests[i], digests[i + 1]);
                 }

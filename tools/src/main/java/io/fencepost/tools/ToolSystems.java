@@ -1,5 +1,6 @@
 package io.fencepost.tools;
 
+import java.util.Map;
 import java.util.Optional;
 
 import com.typesafe.config.Config;
@@ -49,11 +50,36 @@ final class ToolSystems {
         ToolSystems.class.getClassLoader());
   }
 
+  /**
+   * Kafka client properties from a Java properties file (as Kafka's own tools take them with
+   * {@code --command-config}): where a secured cluster's {@code security.protocol},
+   * {@code sasl.*} and {@code ssl.*} settings go, so that no password is on the command line.
+   *
+   * @throws Flags.UsageError naming a file that cannot be read
+   */
+  static Map<String, String> clientConfig(Optional<String> file) {
+    if (file.isEmpty()) {
+      return Map.of();
+    }
+    java.util.Properties p = new java.util.Properties();
+    try (java.io.Reader r = java.nio.file.Files.newBufferedReader(java.nio.file.Path.of(file.get()))) {
+      p.load(r);
+    } catch (java.io.IOException e) {
+      throw new Flags.UsageError("--client-config: cannot read [" + file.get() + "]: " + e.getMessage());
+    }
+    Map<String, String> out = new java.util.TreeMap<>();
+    p.forEach((k, v) -> out.put(String.valueOf(k), String.valueOf(v)));
+    return out;
+  }
+
   /** A local actor system on {@code journal}, with classes and configuration from {@code loader}. */
   static ActorSystem<Void> create(String name, JournalDatabase journal, ClassLoader loader) {
+    // The journal is the one given: plugin ids in the service's configuration would point elsewhere.
     Config config = ConfigFactory.parseString("pekko.actor.provider = local\n"
             + "pekko.loglevel = WARNING\n"
-            + "pekko.coordinated-shutdown.exit-jvm = off\n")
+            + "pekko.coordinated-shutdown.exit-jvm = off\n"
+            + "fencepost.partition-actor.journal-plugin-id = \"\"\n"
+            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n")
         .withFallback(journal.pekkoConfig())
         .withFallback(ConfigFactory.load(loader));
     return ActorSystem.create(Behaviors.empty(), name,

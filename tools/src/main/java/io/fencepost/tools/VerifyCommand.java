@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.function.Function;
 
+import io.fencepost.OutboxRecord;
 import io.fencepost.jdbc.JournalDatabase;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
@@ -28,8 +29,11 @@ final class VerifyCommand implements Main.Command {
         .value("bucket-seconds", "n", null, "60", "width of the report's time buckets")
         .value("business-key", "how", "FENCEPOST_BUSINESS_KEY", "ledger",
             "the pipeline's business key: ledger (the example: idempotency-key header, else the payment id), "
-                + "header:NAME (a header's UTF-8 value) or record-key (the record key's UTF-8 text); records "
-                + "without one are checked by offset")
+                + "default (PartitionActor's default: the idempotency-key header, else fencepost.outbox-id), "
+                + "default:NAME (the same with key-window.header = NAME), header:NAME (only that header) or "
+                + "record-key (the record key's text); records without one are checked by offset")
+        .value("client-config", "file", "FENCEPOST_CLIENT_CONFIG", null,
+            "Kafka client properties file (security.protocol, sasl.*, ssl.*), as Kafka's tools' --command-config")
         .value("classpath", "jars", "FENCEPOST_CLASSPATH", null,
             "the service's jars or class directories, separated by '" + java.io.File.pathSeparator
                 + "' (the journal holds its events)")
@@ -50,26 +54,35 @@ final class VerifyCommand implements Main.Command {
     }
     Reconciliation.Report report = reconciliation
         .classLoader(ToolSystems.classLoader(flags.get("classpath")))
+        .kafkaClients(ToolSystems.clientConfig(flags.get("client-config")))
         .bucket(Duration.ofSeconds(flags.intValue("bucket-seconds", 1, 86_400)))
         .run();
     System.out.println(flags.isSet("json") ? report.toJson() : report.render());
     return report.ok() ? 0 : 1;
   }
 
-  /** The input keys {@code --business-key} names. */
+  /** The input keys {@code --business-key} names; an empty value is no key, as for the actors. */
   static Function<ConsumerRecord<byte[], byte[]>, Optional<String>> keys(String how) {
     if (how.equals("record-key")) {
-      return r -> r.key() == null ? Optional.empty() : Optional.of(new String(r.key(), StandardCharsets.UTF_8));
+      return r -> r.key() == null || r.key().length == 0 ? Optional.empty()
+          : Optional.of(new String(r.key(), StandardCharsets.UTF_8));
     }
     if (how.startsWith("header:") && how.length() > "header:".length()) {
       String name = how.substring("header:".length());
-      return r -> {
-        Header h = r.headers().lastHeader(name);
-        return h == null || h.value() == null ? Optional.empty()
-            : Optional.of(new String(h.value(), StandardCharsets.UTF_8));
-      };
+      return r -> header(r, name);
     }
-    throw new Flags.UsageError("verify: --business-key must be ledger, header:NAME or record-key, was [" + how + "]");
+    if (how.equals("default") || how.startsWith("default:") && how.length() > "default:".length()) {
+      String name = how.equals("default") ? "idempotency-key" : how.substring("default:".length());
+      return r -> header(r, name).or(() -> header(r, OutboxRecord.ID_HEADER));
+    }
+    throw new Flags.UsageError("verify: --business-key must be ledger, default, default:NAME, header:NAME or "
+        + "record-key, was [" + how + "]");
+  }
+
+  private static Optional<String> header(ConsumerRecord<byte[], byte[]> r, String name) {
+    Header h = r.headers().lastHeader(name);
+    String value = h == null || h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8);
+    return value.isEmpty() ? Optional.empty() : Optional.of(value);
   }
 
   @Override
