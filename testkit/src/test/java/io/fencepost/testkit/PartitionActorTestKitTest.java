@@ -171,4 +171,16 @@ class PartitionActorTestKitTest {
       assertEquals(3, kit.send("c").nextOffset() - 1, "the next record takes offset 3");
     }
   }
+
+  @Test
+  void forPipelineTakesThePipelinesSettingsButNeverItsJournal() {
+    try (PartitionActorTestKit<String, List<String>, String> kit =
+        PartitionActorTestKit.forPipeline(Words::new, "kit-test")) {
+      assertEquals(new io.fencepost.PartitionId("kit-group", "kit-topic", 0), kit.partition());
+      PartitionActorTestKit.Result r = kit.send("flaky", "a");
+      assertEquals(2, r.deadLettered().get(0).attempts(), "the pipeline's handler-retry.max-attempts");
+      kit.crash();
+      assertEquals(List.of("a"), kit.state(), "journaled in memory, recovered from it");
+    }
+  }
 }
