@@ -140,6 +140,7 @@ final class RunningPipeline<V> implements Pipeline {
             + "as effects; set it to read_committed if any producer of {} uses transactions", settings.name(),
             isolation, settings.topics());
       }
+      TransportCheck.plainTcpWarning(system.settings().config()).ifPresent(w -> log.warn("[{}] {}", settings.name(), w));
       log.info("[{}] starting on [{}], group [{}], topics {}, assignor [{}]; guarantee: {}", settings.name(), p.self,
           settings.groupId(), settings.topics(),
           p.consumerProperties.get(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG), p.guarantee.render());
