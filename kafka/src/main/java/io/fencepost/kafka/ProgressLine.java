@@ -31,7 +31,7 @@ final class ProgressLine {
     boolean allAnswered = true;
     PartitionView behind = null;
     for (PartitionView v : views) {
-      allAnswered &= !v.ownerNode().equals("?");
+      allAnswered &= v.answered();
       applied += v.appliedRecords();
       droppedRedelivery += v.droppedRedelivery();
       droppedByKey += v.droppedByKey();

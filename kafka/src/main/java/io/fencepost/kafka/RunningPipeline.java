@@ -335,7 +335,7 @@ final class RunningPipeline<V> implements Pipeline {
             OptionalLong next = s == null ? OptionalLong.empty() : s.nextOffset();
             // Without the actor's answer its stored offset is unknown, and so is the lag.
             OptionalLong lag = end == null || s == null ? OptionalLong.empty() : OptionalLong.of(end - next.orElse(0));
-            views.add(new PartitionView(id, s == null ? "?" : s.node(), next, lag,
+            views.add(new PartitionView(id, s == null ? PartitionView.UNANSWERED : s.node(), next, lag,
                 s == null ? 0 : s.appliedRecords(), s == null ? 0 : s.droppedByKey(),
                 s == null ? 0 : s.droppedRedelivery(), s == null ? 0 : s.deadLettered(), progress.retries.get(),
                 progress.lastError, progress.halted == null ? "" : progress.halted));

@@ -31,7 +31,7 @@ class ProgressLineTest {
             + "dead-lettered 1, lag 0, halted 0",
         line.render("ledger", List.of(view(0, 300, 3, 0, 1, OptionalLong.of(0), ""))),
         "after a rebalance the counts since the last line are not comparable and are left out");
-    PartitionView unanswered = new PartitionView(new PartitionId("g", "payments", 0), "?", OptionalLong.empty(),
+    PartitionView unanswered = new PartitionView(new PartitionId("g", "payments", 0), PartitionView.UNANSWERED, OptionalLong.empty(),
         OptionalLong.empty(), 0, 0, 0, 0, 0, "", "");
     assertEquals("[ledger] progress: 1 partition here; applied 0, dropped 0 (0 redelivered, 0 by business key), "
             + "dead-lettered 0, lag 0, lag unknown for 1, halted 0",
