@@ -110,7 +110,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.actor = actor;
     this.settings = pc.settings();
     this.partition = pc.partition();
-    this.metrics = new PartitionMetrics(partition.group(), partition.topic(), partition.partition());
+    this.metrics = new PartitionMetrics(ctx.getSystem(), partition);
     this.selector = new BatchSelector<>(partition, settings, actor, ctx.getLog());
     this.clock = settings.newWindowClock();
   }
@@ -256,12 +256,19 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   /** Halts the partition: one ERROR, a metric, and every batch refused with the returned exception. */
   private PartitionHaltedException halt(String cause, String reason, Throwable failure) {
     halted = new PartitionHaltedException(partition.entityId(), reason, failure);
-    PartitionMetrics.halted(partition.group(), partition.topic(), partition.partition(), cause);
+    metrics.halted(cause);
     ctx.getLog().error("[{}] {}", partition.shortName(), halted.getMessage(), failure);
     return halted;
   }
 
+  /** The gauges that follow the stored state: parked and window keys, the journal's last sequence number. */
+  private void recordState(PartitionState<S> state) {
+    metrics.state(state.parkedKeys().size(), state.window() == null ? 0 : state.window().size(),
+        lastSequenceNumber(ctx));
+  }
+
   private void onRecoveryCompleted(PartitionState<S> state) {
+    recordState(state);
     if (!statementLogged) {
       statementLogged = true;
       // Part of every fail-over and assignment: how long this partition took to become ready.
@@ -309,7 +316,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (state.batches() > before && incarnation.equals(state.lastIncarnation())
         && state.nextOffset() >= event.nextOffset() && state.batches() == before + 1) {
       // The write committed although the journal reported a failure (e.g. a timeout).
-      metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
+      metrics.written(outcome.applied(), outcome.deadLettered(), System.nanoTime() - pendingStartNanos);
       if (accepted != null) {
         acceptedNotRun++;
         ctx.getSelf().tell(new SelfCommand.RunAccepted(accepted));
@@ -545,7 +552,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingStartNanos = System.nanoTime();
     return Effect().persist(accept)
         .thenRun(s -> {
-          written(outcome);
+          written(outcome, s);
           pendingAccepted = null;
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           acceptedNotRun++;
@@ -590,6 +597,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingEvent = effects;
     pendingUserState = user;
     return Effect().persist(effects).thenRun(s -> {
+      recordState(s);
       pendingEvent = null;
       pendingUserState = null;
     }).thenUnstashAll();
@@ -604,13 +612,14 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingBatchesBefore = state.batches();
     pendingStartNanos = System.nanoTime();
     return Effect().persist(event)
-        .thenRun(s -> written(outcome))
+        .thenRun(s -> written(outcome, s))
         .thenReply(replyTo, s -> outcome);
   }
 
-  private void written(BatchOutcome.Applied outcome) {
+  private void written(BatchOutcome.Applied outcome, PartitionState<S> state) {
     lastWrittenNanos = System.nanoTime();
-    metrics.written(outcome.applied(), System.nanoTime() - pendingStartNanos);
+    recordState(state);
+    metrics.written(outcome.applied(), outcome.deadLettered(), System.nanoTime() - pendingStartNanos);
     long now = System.currentTimeMillis();
     for (Inbound<?> record : pendingRecords) {
       metrics.durable(record.timestamp().toEpochMilli(), now);

@@ -1,40 +1,60 @@
 package io.fencepost.internal;
 
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
+import io.fencepost.FencepostMeters;
+import io.fencepost.PartitionId;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Metrics;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
+import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
- * Micrometer meters of one partition, registered in {@link Metrics#globalRegistry} (add your
- * registry to it: {@code Metrics.addRegistry(prometheusRegistry)}). Tags: group, topic, partition.
+ * Micrometer meters of one partition actor, in the actor system's {@link FencepostMeters} registry.
+ * Tags: group, topic, partition. Names and meanings are listed in docs/operations.md, "Meters".
  */
 public final class PartitionMetrics {
 
+  /** The shared cell holding the partition's last journal sequence number (read by its outbox relay). */
+  public static final String JOURNAL_HEAD = "fencepost.journal.head";
+
+  private final MeterRegistry registry;
+  private final Tags tags;
   private final Counter applied;
   private final Counter droppedRedelivery;
   private final Counter droppedByKey;
+  private final Counter deadLettered;
   private final Counter fenced;
   private final DistributionSummary batchSize;
   private final Timer persistLatency;
   private final Timer effectLatency;
+  private final AtomicLong parkedKeys;
+  private final AtomicLong windowKeys;
+  private final AtomicLong journalHead;
 
-  public PartitionMetrics(String group, String topic, int partition) {
-    MeterRegistry r = Metrics.globalRegistry;
-    Tags tags = Tags.of("group", group, "topic", topic, "partition", Integer.toString(partition));
-    applied = r.counter("fencepost.records.applied", tags);
-    droppedRedelivery = r.counter("fencepost.records.dropped", tags.and("reason", "redelivery"));
-    droppedByKey = r.counter("fencepost.records.dropped", tags.and("reason", "business-key"));
-    fenced = r.counter("fencepost.writes.fenced", tags);
-    batchSize = DistributionSummary.builder("fencepost.batch.records").tags(tags).register(r);
-    persistLatency = Timer.builder("fencepost.persist.latency").tags(tags).register(r);
+  public PartitionMetrics(ActorSystem<?> system, PartitionId id) {
+    SharedGauges shared = SharedGauges.get(system);
+    registry = FencepostMeters.get(system).registry();
+    tags = SharedGauges.tags(id);
+    applied = registry.counter("fencepost.records.applied", tags);
+    droppedRedelivery = registry.counter("fencepost.records.dropped", tags.and("reason", "redelivery"));
+    droppedByKey = registry.counter("fencepost.records.dropped", tags.and("reason", "business-key"));
+    deadLettered = Counter.builder("fencepost.records.dead-lettered")
+        .description("records written to the journal as dead letters (parked ones included)").tags(tags)
+        .register(registry);
+    fenced = registry.counter("fencepost.writes.fenced", tags);
+    batchSize = DistributionSummary.builder("fencepost.batch.records").tags(tags).register(registry);
+    persistLatency = Timer.builder("fencepost.persist.latency").tags(tags).register(registry);
     effectLatency = Timer.builder("fencepost.effect.latency")
         .description("record timestamp (producer or broker time) to its effects being durable in the journal")
-        .tags(tags).register(r);
+        .tags(tags).register(registry);
+    parkedKeys = shared.gauge("fencepost.keys.parked",
+        "business keys parked behind a dead-lettered record until it is replayed", id);
+    windowKeys = shared.gauge("fencepost.keys.window", "business keys in the partition's duplicate window", id);
+    journalHead = shared.cell(JOURNAL_HEAD, id);
   }
 
   public void dropped(int redelivery, int byKey) {
@@ -46,10 +66,20 @@ public final class PartitionMetrics {
     }
   }
 
-  public void written(int appliedRecords, long nanos) {
+  public void written(int appliedRecords, int deadLetteredRecords, long nanos) {
     applied.increment(appliedRecords);
+    if (deadLetteredRecords > 0) {
+      deadLettered.increment(deadLetteredRecords);
+    }
     batchSize.record(appliedRecords);
     persistLatency.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** The partition's state after recovery or a write. */
+  public void state(int parked, int window, long sequenceNr) {
+    parkedKeys.set(parked);
+    windowKeys.set(window);
+    journalHead.set(sequenceNr);
   }
 
   /** End-to-end latency of one applied record: its effects are durable now (negative clock skew counts as 0). */
@@ -65,8 +95,12 @@ public final class PartitionMetrics {
    * A partition halted ({@code PartitionHaltedException}); {@code cause} is one of
    * {@code event-handler}, {@code journal-rejected}, {@code journal-gap}, {@code offset-above-log-end}.
    */
-  public static void halted(String group, String topic, int partition, String cause) {
-    Metrics.globalRegistry.counter("fencepost.partition.halts", "group", group, "topic", topic, "partition",
-        Integer.toString(partition), "cause", cause).increment();
+  public void halted(String cause) {
+    halted(registry, tags, cause);
+  }
+
+  /** The halt counter of a partition, shared by the actor and the pipeline that detects halts too. */
+  public static void halted(MeterRegistry registry, Tags partitionTags, String cause) {
+    registry.counter("fencepost.partition.halts", partitionTags.and("cause", cause)).increment();
   }
 }

@@ -35,7 +35,7 @@ final class Assignment {
   final PartitionId id;
   final PartitionProgress progress = new PartitionProgress();
   /** Records offered and not yet through their batch. */
-  final AtomicInteger buffered = new AtomicInteger();
+  final AtomicInteger buffered = progress.buffered;
   /** Set (by the consumer thread) while the partition is paused because its stream is full. */
   volatile boolean backpressured;
   /** Set when the assignment ends: cancels its preparation; its stream takes no more records. */

@@ -26,6 +26,7 @@ import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.kafka.internal.LogProbe;
+import io.fencepost.kafka.internal.PipelineMetrics;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RecordTooLargeException;
@@ -66,6 +67,7 @@ final class BatchDelivery<V> {
   private final RelayRegistry relays;
   private final LogProbe logProbe;
   private final Executor blocking;
+  private final PipelineMetrics metrics;
   private final Backoff resend;
   private final Backoff handlerRetry;
   private final StreamControl control;
@@ -84,6 +86,7 @@ final class BatchDelivery<V> {
     this.logProbe = logProbe;
     this.blocking = blocking;
     this.control = control;
+    this.metrics = new PipelineMetrics(system);
     this.resend = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2.0);
     this.handlerRetry = new Backoff(settings.handlerRetry().initial(), settings.handlerRetry().max(),
         settings.handlerRetry().multiplier());
@@ -120,6 +123,13 @@ final class BatchDelivery<V> {
             progress.knownNextOffset = o.getAsLong();
           }
         });
+  }
+
+  /** A batch goes to its actor again: counted on the partition's status and meter. */
+  private void retried(BatchWork work, String reason, String message) {
+    work.progress.retries.incrementAndGet();
+    work.progress.lastError = message;
+    metrics.retried(work.id, reason);
   }
 
   /** One batch on its way to its actor: decoded records, dead letters, attempts per failing offset. */
@@ -210,8 +220,7 @@ final class BatchDelivery<V> {
         noReply = error instanceof TimeoutException || (error != null && error.getCause() instanceof TimeoutException);
         reason = noReply ? "no reply within ask-timeout " + settings.askTimeout() : String.valueOf(error);
       }
-      work.progress.retries.incrementAndGet();
-      work.progress.lastError = reason;
+      retried(work, noReply ? "no-reply" : "rejected", reason);
       if (noReply && ++work.unanswered >= UNANSWERED_BEFORE_RESTART) {
         // An actor that answers nothing is not helped by resending, and the watchdog does not look at
         // a batch in flight: the partition is seeked again, and a keeper that died is replaced.
@@ -228,8 +237,7 @@ final class BatchDelivery<V> {
 
   private CompletionStage<OptionalLong> onHandlerFailure(BatchWork work, HandlerFailedException h, int attempt) {
     int tries = work.handlerAttempts.merge(h.offset(), 1, Integer::sum);
-    work.progress.retries.incrementAndGet();
-    work.progress.lastError = h.getMessage();
+    retried(work, "handler", h.getMessage());
     ConsumerRecord<byte[], byte[]> r = work.raw.get(h.offset());
     if (r == null) {
       // Cannot happen: the actor only fails on records of this batch. Resend rather than guess.
@@ -289,8 +297,7 @@ final class BatchDelivery<V> {
           String what = range == null ? "the log could not be read (" + error + ")"
               : !range.complete() ? "the log could not be read up to offset " + work.last + " in time"
               : missing.size() + " readable record(s) from offset " + missing.first() + " are not in this stream";
-          work.progress.retries.incrementAndGet();
-          work.progress.lastError = gap.getMessage();
+          retried(work, "gap", gap.getMessage());
           if (++work.gapChecks >= 4) {
             control.restart(work.id, work.progress, "the stream lacks offsets after the stored offset " + from
                 + " (" + what + ")");

@@ -1,5 +1,6 @@
 package io.fencepost.kafka;
 
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
 
@@ -75,6 +76,14 @@ public final class KafkaPipeline<V> {
   /** What the pipeline will guarantee with its settings. */
   public GuaranteeStatement guarantee() {
     return RunningPipeline.guarantee(system, settings);
+  }
+
+  /**
+   * The pipelines started on this actor system, in start order (stopped ones included: their
+   * {@link Pipeline#health()} says "stopping"). Health checks read them.
+   */
+  public static List<Pipeline> running(ActorSystem<?> system) {
+    return RunningPipelines.get(system).all();
   }
 
   /** Starts the consumer on this node; returns the running pipeline. */

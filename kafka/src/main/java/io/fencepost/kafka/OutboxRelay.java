@@ -7,11 +7,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import io.fencepost.AppliedBatch;
 import io.fencepost.OutboxRecord;
 import io.fencepost.PartitionId;
 import io.fencepost.errors.JournalGapException;
+import io.fencepost.kafka.internal.PipelineMetrics;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -77,6 +79,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private boolean wakeAgain;
   private long storedAtNanos = System.nanoTime();
   private long publishedTotal;
+  /** The relay's position, read by the gauge {@code fencepost.outbox.relay.lag}. */
+  private final AtomicLong position;
 
   private OutboxRelay(ActorContext<Command> ctx, TimerScheduler<Command> timers, PartitionId partition,
       OutboxSettings settings, Producer<byte[], byte[]> producer) {
@@ -90,6 +94,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     this.journal = PersistenceQuery.get(system.classicSystem())
         .getReadJournalFor(CurrentEventsByPersistenceIdQuery.class, settings.readJournalPluginId());
     this.blocking = system.dispatchers().lookup(DispatcherSelector.blocking());
+    this.position = new PipelineMetrics(system).relayPosition(partition);
   }
 
   /**
@@ -119,6 +124,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     return newSignalHandlerBuilder()
         .onSignal(RecoveryCompleted.instance(), stored -> {
           publishedUpTo = stored;
+          position.set(stored);
           ctx.getLog().info("[{}] outbox relay starts after journal entry {}", partition.shortName(), stored);
           timers.startTimerWithFixedDelay(TIMER, Wake.INSTANCE, settings.pollInterval());
           ctx.getSelf().tell(Wake.INSTANCE);
@@ -217,6 +223,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     boolean progressed = done.upTo() > publishedUpTo;
     if (progressed) {
       publishedUpTo = done.upTo();
+      position.set(publishedUpTo);
       if (publishedTotal == 0 && done.published() > 0) {
         ctx.getLog().info("[{}] outbox relay published its first {} record(s), up to entry {}", partition.shortName(),
             done.published(), publishedUpTo);

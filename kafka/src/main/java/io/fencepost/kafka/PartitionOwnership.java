@@ -75,6 +75,7 @@ final class PartitionOwnership {
   private final int lowWater;
   private final int queueCapacity;
   private final Backoff restartBackoff;
+  private final PipelineMetrics metrics;
 
   /** The assignment of every partition this node holds, for status and the stall check (any thread). */
   private final Map<PartitionId, PartitionProgress> assigned = new ConcurrentHashMap<>();
@@ -84,6 +85,9 @@ final class PartitionOwnership {
   private final CompletableFuture<Done> stopped = new CompletableFuture<>();
   private final Thread thread;
   private volatile boolean stopRequested;
+  /** Set at the first assignment (an empty one too): the consumer joined its group. */
+  private volatile boolean joined;
+  private volatile long lastPollNanos = System.nanoTime();
   private volatile KafkaConsumer<byte[], byte[]> consumer;
 
 
@@ -107,6 +111,7 @@ final class PartitionOwnership {
     this.lowWater = Math.max(1, highWater / 2);
     this.queueCapacity = highWater + maxPoll;
     this.commits = new OffsetCommits(settings);
+    this.metrics = new PipelineMetrics(system);
     this.restartBackoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2.0);
     this.thread = new Thread(this::run, "fencepost-consumer-" + settings.name());
     this.thread.setDaemon(true);
@@ -142,6 +147,31 @@ final class PartitionOwnership {
 
   Map<PartitionId, PartitionProgress> assigned() {
     return assigned;
+  }
+
+  private double lagOf(PartitionId id) {
+    PartitionProgress p = assigned.get(id);
+    return p == null ? Double.NaN : p.lag();
+  }
+
+  private double stalledOf(PartitionId id) {
+    PartitionProgress p = assigned.get(id);
+    return p == null ? Double.NaN : p.stalled(settings.stallTimeout(), System.nanoTime()) ? 1 : 0;
+  }
+
+  /** Whether the consumer received its first assignment (possibly empty) from the group. */
+  boolean joined() {
+    return joined;
+  }
+
+  /** Nanoseconds since the consumer thread last returned from a poll. */
+  long sinceLastPollNanos() {
+    return System.nanoTime() - lastPollNanos;
+  }
+
+  /** Whether the consumer thread runs (it ends only after a stop). */
+  boolean running() {
+    return thread.isAlive();
   }
 
   /** Stops consuming: buffered and in-flight batches finish (bounded by drain-timeout), then the consumer closes. */
@@ -189,7 +219,7 @@ final class PartitionOwnership {
         log.warn("[{}] partition halted by its actor; not consuming it on this node until it is assigned again",
             id.shortName());
       } else {
-        PipelineMetrics.halted(id, cause);
+        metrics.halted(id, cause);
         log.error("[{}] partition HALTED: {}", id.shortName(), why);
       }
     });
@@ -223,6 +253,7 @@ final class PartitionOwnership {
         runInbox();
         commits.maybeCommit(consumer, owned.keySet());
         ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
+        lastPollNanos = System.nanoTime();
         if (failures > 0 && System.nanoTime() - lastFailure > 6 * settings.retryBackoff().max().toNanos()) {
           failures = 0;   // healthy for a while: the next failure backs off from the start again
         }
@@ -241,11 +272,7 @@ final class PartitionOwnership {
             + "and seek to their actors' stored offsets): {}", settings.name(), wait.toMillis(), e.toString(), e);
         try {
           // Let go of every partition at once: no heartbeats run while a closing consumer's listener waits.
-          new ArrayList<>(owned.values()).forEach(o -> {
-            end(o);
-            relays.stop(o.id);
-            host.stop(o.id);
-          });
+          new ArrayList<>(owned.values()).forEach(this::letGo);
           closeConsumer();
         } catch (RuntimeException | Error closing) {
           log.warn("[{}] closing the failed consumer: {}", settings.name(), closing.toString());
@@ -278,6 +305,9 @@ final class PartitionOwnership {
       log.error("[{}] {} records of {} polled while it is {}: not delivered (a bug; its records are read again "
           + "from the stored offset)", settings.name(), records.size(), tp, o == null ? "not assigned" : "not seeked yet");
       return;
+    }
+    if (o.buffered.get() == 0 && !o.progress.inFlight) {
+      o.progress.busySinceNanos = System.nanoTime();   // an idle partition has work again
     }
     for (ConsumerRecord<byte[], byte[]> r : records) {
       if (!o.offer(r)) {
@@ -317,6 +347,7 @@ final class PartitionOwnership {
       Assignment o = new Assignment(tp, partitionId(tp));
       owned.put(tp, o);
       assigned.put(o.id, o.progress);
+      metrics.partition(o.id, () -> lagOf(o.id), () -> stalledOf(o.id));
       host.admit(o.id);
       CompletionStage<Done> previous = lastStream.getOrDefault(o.tp, CompletableFuture.completedFuture(Done.getInstance()));
       previousEnded(o, previous)
@@ -428,6 +459,11 @@ final class PartitionOwnership {
     long deadline = System.nanoTime() + settings.drainTimeout().toNanos();
     awaitStreams(ended);
     awaitStopped(ended, deadline);
+    for (Assignment o : ended) {
+      if (!owned.containsKey(o.tp)) {
+        metrics.removed(o.id);
+      }
+    }
     if (!lost) {
       commits.commit(consumer, tps, true);
     } else {
@@ -480,6 +516,7 @@ final class PartitionOwnership {
   private final class Listener implements ConsumerRebalanceListener {
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+      joined = true;
       if (partitions.isEmpty()) {
         return;
       }
@@ -517,13 +554,16 @@ final class PartitionOwnership {
     } catch (RuntimeException e) {
       log.debug("[{}] closing the consumer: {}", settings.name(), e.toString());
     }
-    List<Assignment> left = new ArrayList<>(owned.values());
-    left.forEach(o -> {
-      end(o);
-      relays.stop(o.id);
-      host.stop(o.id);
-    });
+    new ArrayList<>(owned.values()).forEach(this::letGo);
     consumer = null;
+  }
+
+  /** Ends an assignment for good on this node: its relay and actor stop, its meters go. */
+  private void letGo(Assignment o) {
+    end(o);
+    relays.stop(o.id);
+    host.stop(o.id);
+    metrics.removed(o.id);
   }
 
   /** Stop: buffered records are still applied (bounded by drain-timeout), offsets committed, consumer closed. */
@@ -539,11 +579,7 @@ final class PartitionOwnership {
         commits.commit(consumer, new HashSet<>(owned.keySet()), true);
       }
     } finally {
-      all.forEach(o -> {
-        end(o);
-        relays.stop(o.id);
-        host.stop(o.id);
-      });
+      all.forEach(this::letGo);
       closeConsumer();
     }
   }

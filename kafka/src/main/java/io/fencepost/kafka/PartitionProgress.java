@@ -1,5 +1,7 @@
 package io.fencepost.kafka;
 
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -20,6 +22,13 @@ final class PartitionProgress {
   volatile boolean flowing;
   volatile boolean inFlight;
   volatile long lastProgressNanos = System.nanoTime();
+  final long assignedNanos = System.nanoTime();
+  /** Records polled for this assignment and not yet through their batch. */
+  final AtomicInteger buffered = new AtomicInteger();
+  /** When the partition last went from idle (nothing buffered or in flight) to having records to apply. */
+  volatile long busySinceNanos = System.nanoTime();
+  /** The partition's log end as last measured (-1: not yet), for lag. */
+  volatile long logEnd = -1;
   volatile long knownNextOffset = -1;
   /**
    * The log start offset read at assignment (-1: unknown); it only grows, so no readable record lies
@@ -36,4 +45,23 @@ final class PartitionProgress {
    * batch at or below it means the consumer's position went back: the log was truncated or recreated.
    */
   volatile long highestDelivered = Long.MIN_VALUE;
+
+  /** Records between the stored next offset and the log end as last measured; NaN while either is unknown. */
+  double lag() {
+    long end = logEnd;
+    long next = knownNextOffset;
+    return end < 0 || next < 0 ? Double.NaN : Math.max(0, end - next);
+  }
+
+  /**
+   * Halted, or holding records to apply (buffered or in flight) with no batch finished for
+   * {@code stallTimeout} since it got them: what readiness and {@code fencepost.partition.stalled} report.
+   */
+  boolean stalled(Duration stallTimeout, long nowNanos) {
+    if (halted != null) {
+      return true;
+    }
+    boolean busy = inFlight || buffered.get() > 0;
+    return flowing && busy && nowNanos - Math.max(lastProgressNanos, busySinceNanos) > stallTimeout.toNanos();
+  }
 }

@@ -19,6 +19,12 @@ public interface Pipeline {
   CompletionStage<List<PartitionView>> status();
 
   /**
+   * Whether this node's part of the pipeline is live and ready, from what the node knows now
+   * (nothing is asked over the network): fast enough for an orchestrator's probe.
+   */
+  PipelineHealth health();
+
+  /**
    * Stops consuming: in-flight batches finish (bounded by {@code drain-timeout}), their offsets are
    * committed, this node's partition actors stop, then the consumer closes.
    */

@@ -26,10 +26,12 @@ import io.fencepost.errors.SettingsException;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
@@ -150,6 +152,7 @@ final class RunningPipeline<V> implements Pipeline {
       p.decoder.close();
       throw e;
     }
+    RunningPipelines.get(system).add(p);
     // Timers first: a stop (below, from coordinated shutdown) cancels them.
     p.startWatchdog();
     p.startProgressLine();
@@ -202,24 +205,27 @@ final class RunningPipeline<V> implements Pipeline {
     if (stopped != null) {
       return;
     }
-    long now = System.nanoTime();
-    Map<TopicPartition, OffsetSpec> idle = new HashMap<>();
+    Map<TopicPartition, OffsetSpec> all = new HashMap<>();
     Map<TopicPartition, PartitionProgress> progressOf = new HashMap<>();
     ownership.assigned().forEach((id, progress) -> {
-      if (progress.flowing && !progress.inFlight && progress.halted == null
-          && now - progress.lastProgressNanos > settings.stallTimeout().toNanos()) {
-        TopicPartition tp = new TopicPartition(id.topic(), id.partition());
-        idle.put(tp, OffsetSpec.latest());
-        progressOf.put(tp, progress);
-      }
+      TopicPartition tp = new TopicPartition(id.topic(), id.partition());
+      all.put(tp, OffsetSpec.latest());
+      progressOf.put(tp, progress);
     });
-    if (idle.isEmpty()) {
+    if (all.isEmpty()) {
       return;
     }
-    admin.listOffsets(idle).all().toCompletionStage().thenAccept(ends -> ends.forEach((tp, info) -> {
+    // The log end as the consumer sees it: with read_committed, the last stable offset.
+    IsolationLevel isolation = "read_uncommitted".equals(String.valueOf(
+        consumerProperties.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG))) ? IsolationLevel.READ_UNCOMMITTED
+        : IsolationLevel.READ_COMMITTED;
+    admin.listOffsets(all, new ListOffsetsOptions(isolation)).all().toCompletionStage()
+        .thenAccept(ends -> ends.forEach((tp, info) -> {
       PartitionProgress progress = progressOf.get(tp);
+      progress.logEnd = info.offset();   // the lag gauge reads it
       List<Long> at = List.of(info.offset(), progress.knownNextOffset);
       if (progress.flowing && !progress.inFlight && progress.halted == null
+          && System.nanoTime() - progress.lastProgressNanos > settings.stallTimeout().toNanos()
           && info.offset() > Math.max(0, progress.knownNextOffset) && !at.equals(restartedAt.get(tp))) {
         // (A transaction's commit marker also lies past the last record: after one restart at the
         // same end and position, the watchdog waits for new records or progress before it tries again.)
@@ -344,6 +350,44 @@ final class RunningPipeline<V> implements Pipeline {
               .thenComparingInt(pv -> pv.partition().partition()));
           return views;
         }));
+  }
+
+  @Override
+  public PipelineHealth health() {
+    String name = settings.name();
+    if (!ownership.running() && stopped == null) {
+      return new PipelineHealth(name, false, false, "[" + name + "] its consumer thread ended without a stop");
+    }
+    long maxPoll = Long.parseLong(String.valueOf(consumerProperties.getOrDefault(
+        ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "300000")));
+    long sincePoll = ownership.sinceLastPollNanos() / 1_000_000;
+    if (stopped == null && sincePoll > maxPoll) {
+      return new PipelineHealth(name, false, false, "[" + name + "] its consumer thread has not returned from a poll "
+          + "for " + sincePoll / 1000 + " s (max.poll.interval.ms " + maxPoll + ")");
+    }
+    if (stopped != null) {
+      return new PipelineHealth(name, true, false, "[" + name + "] stopping");
+    }
+    if (!ownership.joined()) {
+      return new PipelineHealth(name, true, false, "[" + name + "] waiting for its first assignment from group ["
+          + settings.groupId() + "]");
+    }
+    long now = System.nanoTime();
+    List<String> problems = new ArrayList<>();
+    new java.util.TreeMap<>(ownership.assigned().entrySet().stream().collect(java.util.stream.Collectors.toMap(
+        e -> e.getKey().topic() + "-" + e.getKey().partition(), Map.Entry::getValue))).forEach((tp, p) -> {
+          if (p.halted != null) {
+            problems.add(tp + " halted: " + (p.halted.length() > 160 ? p.halted.substring(0, 160) + "..."
+                : p.halted));
+          } else if (!p.flowing) {
+            problems.add(tp + " recovering for " + (now - p.assignedNanos) / 1_000_000_000 + " s");
+          } else if (p.stalled(settings.stallTimeout(), now)) {
+            problems.add(tp + " stalled: no batch finished for " + (now - Math.max(p.lastProgressNanos,
+                p.busySinceNanos)) / 1_000_000_000 + " s" + (p.lastError.isEmpty() ? "" : " (" + p.lastError + ")"));
+          }
+        });
+    return problems.isEmpty() ? new PipelineHealth(name, true, true, "")
+        : new PipelineHealth(name, true, false, "[" + name + "] " + String.join("; ", problems));
   }
 
   private void closeClients() {

@@ -1,0 +1,65 @@
+package io.fencepost;
+
+import java.util.Objects;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Metrics;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Extension;
+import org.apache.pekko.actor.typed.ExtensionId;
+
+/**
+ * The Micrometer registry Fencepost's meters go to on one actor system: Micrometer's
+ * {@link Metrics#globalRegistry} unless {@link #use} named another before the first partition
+ * actor or pipeline started there.
+ *
+ * <pre>{@code
+ * PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+ * FencepostMeters.get(system).use(prometheus);
+ * KafkaPipeline.create(system, LedgerActor::new, deserializer, settings).start();
+ * }</pre>
+ *
+ * <p>The meters and their tags are listed in docs/operations.md, "Meters".
+ */
+public final class FencepostMeters implements Extension {
+
+  private static final ExtensionId<FencepostMeters> ID = new ExtensionId<>() {
+    @Override
+    public FencepostMeters createExtension(ActorSystem<?> system) {
+      return new FencepostMeters();
+    }
+  };
+
+  private volatile MeterRegistry registry = Metrics.globalRegistry;
+
+  private FencepostMeters() {
+  }
+
+  /** This actor system's meters. */
+  public static FencepostMeters get(ActorSystem<?> system) {
+    return ID.apply(system);
+  }
+
+  /**
+   * Registers this actor system's meters in {@code registry} instead of the global one.
+   *
+   * @throws IllegalStateException when Fencepost meters were already registered in another registry
+   *     (a partition actor or pipeline started first): call it right after creating the actor system
+   */
+  public synchronized FencepostMeters use(MeterRegistry registry) {
+    Objects.requireNonNull(registry, "registry");
+    if (registry != this.registry
+        && this.registry.getMeters().stream().anyMatch(m -> m.getId().getName().startsWith("fencepost."))) {
+      throw new IllegalStateException("FencepostMeters.use(" + registry.getClass().getSimpleName() + ") came after "
+          + "meters were registered in " + this.registry.getClass().getSimpleName() + ": call it right after "
+          + "creating the actor system, before any partition actor or pipeline starts");
+    }
+    this.registry = registry;
+    return this;
+  }
+
+  /** The registry Fencepost's meters go to. */
+  public MeterRegistry registry() {
+    return registry;
+  }
+}

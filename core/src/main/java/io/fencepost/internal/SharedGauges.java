@@ -1,0 +1,105 @@
+package io.fencepost.internal;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.DoubleSupplier;
+
+import io.fencepost.FencepostMeters;
+import io.fencepost.PartitionId;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Extension;
+import org.apache.pekko.actor.typed.ExtensionId;
+
+/**
+ * Per-partition values of one actor system that outlive the actor incarnation setting them (a
+ * restarted actor, a relay next to it) and the gauges reading them, each registered once. A gauge
+ * registered again with the same name and tags would keep reading the first incarnation's value;
+ * here every incarnation sets the same cell. {@link #removePartition} drops a partition's cells and
+ * meters once it left the node.
+ */
+public final class SharedGauges implements Extension {
+
+  private static final ExtensionId<SharedGauges> ID = new ExtensionId<>() {
+    @Override
+    public SharedGauges createExtension(ActorSystem<?> system) {
+      return new SharedGauges(FencepostMeters.get(system));
+    }
+  };
+
+  private final FencepostMeters meters;
+  private final Map<String, AtomicLong> cells = new ConcurrentHashMap<>();
+  private final Map<String, Gauge> gauges = new ConcurrentHashMap<>();
+
+  private SharedGauges(FencepostMeters meters) {
+    this.meters = meters;
+  }
+
+  public static SharedGauges get(ActorSystem<?> system) {
+    return ID.apply(system);
+  }
+
+  public MeterRegistry registry() {
+    return meters.registry();
+  }
+
+  /** The tags of a partition's meters: group, topic, partition. */
+  public static Tags tags(PartitionId id) {
+    return Tags.of("group", id.group(), "topic", id.topic(), "partition", Integer.toString(id.partition()));
+  }
+
+  /** A value shared by the partition's incarnations on this node, not a meter itself. */
+  public AtomicLong cell(String name, PartitionId id) {
+    return cells.computeIfAbsent(key(name, tags(id)), k -> new AtomicLong());
+  }
+
+  /** A gauge of the partition reading a shared cell (see {@link #cell}). */
+  public AtomicLong gauge(String name, String description, PartitionId id) {
+    AtomicLong cell = cell(name, id);
+    gauge(name, description, id, cell::get);
+    return cell;
+  }
+
+  /** A gauge of the partition computed from shared cells; registered once. */
+  public void gauge(String name, String description, PartitionId id, DoubleSupplier value) {
+    Tags tags = tags(id);
+    gauges.computeIfAbsent(key(name, tags), k -> Gauge.builder(name, value, DoubleSupplier::getAsDouble)
+        .description(description).tags(tags).strongReference(true).register(registry()));
+  }
+
+  /** Removes every meter and cell of the partition: it left this node. */
+  public void removePartition(PartitionId id) {
+    Tags tags = tags(id);
+    String suffix = key("", tags);
+    cells.keySet().removeIf(k -> k.endsWith(suffix));
+    gauges.keySet().removeIf(k -> k.endsWith(suffix));
+    MeterRegistry registry = registry();
+    for (Meter m : registry.getMeters()) {
+      if (matches(m.getId(), tags)) {
+        registry.remove(m);
+      }
+    }
+  }
+
+  private static boolean matches(Meter.Id id, Tags tags) {
+    for (Tag t : tags) {
+      if (!t.getValue().equals(id.getTag(t.getKey()))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static String key(String name, Tags tags) {
+    StringBuilder b = new StringBuilder(name);
+    for (Tag t : tags) {
+      b.append('\u0000').append(t.getKey()).append('=').append(t.getValue());
+    }
+    return b.toString();
+  }
+}

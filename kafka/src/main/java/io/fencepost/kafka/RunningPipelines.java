@@ -1,0 +1,33 @@
+package io.fencepost.kafka;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Extension;
+import org.apache.pekko.actor.typed.ExtensionId;
+
+/** The pipelines started on one actor system (stopped ones stay: they report "stopping"), for health checks. */
+final class RunningPipelines implements Extension {
+
+  private static final ExtensionId<RunningPipelines> ID = new ExtensionId<>() {
+    @Override
+    public RunningPipelines createExtension(ActorSystem<?> system) {
+      return new RunningPipelines();
+    }
+  };
+
+  private final List<Pipeline> pipelines = new CopyOnWriteArrayList<>();
+
+  static RunningPipelines get(ActorSystem<?> system) {
+    return ID.apply(system);
+  }
+
+  void add(Pipeline pipeline) {
+    pipelines.add(pipeline);
+  }
+
+  List<Pipeline> all() {
+    return List.copyOf(pipelines);
+  }
+}

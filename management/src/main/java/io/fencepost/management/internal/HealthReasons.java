@@ -1,0 +1,23 @@
+package io.fencepost.management.internal;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.stream.Collectors;
+
+import io.fencepost.kafka.PipelineHealth;
+
+/** A check's answer: true, or failed with the failing pipelines' reasons (Pekko Management shows a failure's message). */
+final class HealthReasons {
+
+  private HealthReasons() {
+  }
+
+  static CompletionStage<Boolean> check(List<PipelineHealth> failing) {
+    if (failing.isEmpty()) {
+      return CompletableFuture.completedFuture(true);
+    }
+    return CompletableFuture.failedFuture(new IllegalStateException(
+        failing.stream().map(PipelineHealth::reason).collect(Collectors.joining("; "))));
+  }
+}

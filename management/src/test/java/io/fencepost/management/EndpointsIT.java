@@ -1,0 +1,221 @@
+package io.fencepost.management;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.Effects;
+import io.fencepost.FencepostMeters;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionActor;
+import io.fencepost.PartitionContext;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.testkit.ClusterNodes;
+import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.testkit.Postgres;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The operations endpoints over HTTP, against the in-process broker and PostgreSQL: readiness turns
+ * ready once the partitions recovered, unready (naming the partition) while one stalls, ready again
+ * when it moves; the Prometheus page shows per-partition lag, stalls and dead letters; liveness holds.
+ */
+@Tag("integration")
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class EndpointsIT {
+
+  /** Counts records; "block" waits for {@link #release}; "poison" fails (and is dead-lettered). */
+  static final class Gate extends PartitionActor<String, Long, String> {
+    static volatile CountDownLatch release = new CountDownLatch(0);
+
+    Gate(PartitionContext context) {
+      super(context);
+    }
+
+    @Override
+    protected Long emptyState() {
+      return 0L;
+    }
+
+    @Override
+    protected Effects<String> onRecord(Long state, Inbound<String> in) {
+      if (in.value().equals("poison")) {
+        throw new IllegalArgumentException("poison");
+      }
+      if (in.value().equals("block")) {
+        try {
+          release.await(3, TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return Effects.persist(in.value());
+    }
+
+    @Override
+    protected Long applyEvent(Long state, String event) {
+      return state + 1;
+    }
+  }
+
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  @Test
+  void readinessFollowsRecoveryAndStallsAndPrometheusShowsPerPartitionLag() throws Exception {
+    JournalDatabase db = Postgres.shared().createDatabase("endpoints_it");
+    db.installSchema();
+    try (KafkaBroker broker = KafkaBroker.create().start()) {
+      String topic = KafkaBroker.uniqueName("ops");
+      String group = KafkaBroker.uniqueName("ops");
+      broker.createTopic(topic, 2);
+      Config config = ConfigFactory.parseString("fencepost.management.port = 0\n"
+              + "fencepost.pipelines.ops { stall-timeout = 2s, progress-interval = 0s }")
+          .withFallback(ClusterNodes.node("ops", 0, List.of()))
+          .withFallback(db.pekkoConfig())
+          .withFallback(ConfigFactory.load());
+      ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "ops", config);
+      try {
+        PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        FencepostMeters.get(system).use(prometheus);
+        ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
+        InetSocketAddress at = FencepostManagement.start(system).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        assertTrue(at.getAddress().isLoopbackAddress(), "bound to loopback by default: " + at);
+        String base = "http://127.0.0.1:" + at.getPort() + "/";
+
+        assertEquals(500, get(base + "ready").statusCode());
+        assertTrue(get(base + "ready").body().contains("no pipeline started on this node yet"), get(base + "ready").body());
+        assertEquals(200, get(base + "alive").statusCode());
+
+        produce(broker, topic, 0, "a", "b", "poison");
+        produce(broker, topic, 1, "c", "d");
+        Pipeline pipeline = KafkaPipeline.create(system, Gate::new, new StringDeserializer(),
+            PipelineSettings.create(system, "ops").withBootstrapServers(broker.bootstrapServers())
+                .withTopics(List.of(topic)).withGroupId(group)).start();
+
+        // Ready once both partitions recovered and applied what they hold.
+        awaitStatus(base + "ready", 200);
+        String page = awaitPage(base + "metrics", p -> gauge(p, "fencepost_partition_lag", topic, 0) == 0
+            && gauge(p, "fencepost_partition_lag", topic, 1) == 0);
+        assertEquals(2.0, counter(page, "fencepost_records_applied_total", topic, 0), page);
+        assertEquals(1.0, counter(page, "fencepost_records_dead_lettered_total", topic, 0), page);
+        assertEquals(2.0, counter(page, "fencepost_records_applied_total", topic, 1), page);
+        assertEquals(0.0, gauge(page, "fencepost_partition_stalled", topic, 0), page);
+
+        // Partition 0's handler blocks: the partition stalls, readiness names it, lag grows.
+        Gate.release = new CountDownLatch(1);
+        produce(broker, topic, 0, "block", "e", "f", "g", "h");
+        HttpResponse<String> unready = awaitStatus(base + "ready", 500);
+        assertTrue(unready.body().contains(topic + "-0 stalled"), unready.body());
+        assertTrue(!unready.body().contains(topic + "-1"), "partition 1 is fine: " + unready.body());
+        page = awaitPage(base + "metrics", p -> gauge(p, "fencepost_partition_lag", topic, 0) == 5);
+        assertEquals(1.0, gauge(page, "fencepost_partition_stalled", topic, 0), page);
+        assertEquals(0.0, gauge(page, "fencepost_partition_stalled", topic, 1), page);
+        assertEquals(0.0, gauge(page, "fencepost_partition_lag", topic, 1), page);
+        assertEquals(200, get(base + "alive").statusCode(), "a stalled partition is not a dead process");
+
+        // It moves again: ready, nothing behind, every record applied once.
+        Gate.release.countDown();
+        awaitStatus(base + "ready", 200);
+        page = awaitPage(base + "metrics", p -> gauge(p, "fencepost_partition_lag", topic, 0) == 0);
+        assertEquals(7.0, counter(page, "fencepost_records_applied_total", topic, 0), page);
+        assertEquals(0.0, gauge(page, "fencepost_partition_stalled", topic, 0), page);
+
+        pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+        HttpResponse<String> stopping = get(base + "ready");
+        assertEquals(500, stopping.statusCode());
+        assertTrue(stopping.body().contains("[ops] stopping"), stopping.body());
+        assertTrue(!get(base + "metrics").body().contains("topic=\"" + topic + "\""),
+            "a partition that left the node has no meters here");
+      } finally {
+        Gate.release.countDown();
+        system.terminate();
+        system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      Postgres.shared().dropDatabase(db);
+    }
+  }
+
+  private HttpResponse<String> get(String url) throws Exception {
+    return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  private HttpResponse<String> awaitStatus(String url, int status) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+    HttpResponse<String> last = get(url);
+    while (last.statusCode() != status && System.nanoTime() < deadline) {
+      Thread.sleep(200);
+      last = get(url);
+    }
+    assertEquals(status, last.statusCode(), url + ": " + last.body());
+    return last;
+  }
+
+  private String awaitPage(String url, Predicate<String> ok) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+    String page = get(url).body();
+    while (!ok.test(page) && System.nanoTime() < deadline) {
+      Thread.sleep(200);
+      page = get(url).body();
+    }
+    assertTrue(ok.test(page), url + " never showed what was waited for:\n" + page);
+    return page;
+  }
+
+  /** The value of a partition's series on a Prometheus page; NaN when absent. */
+  static double gauge(String page, String name, String topic, int partition) {
+    Matcher m = Pattern.compile("(?m)^" + name + "\\{([^}]*)\\} (\\S+)$").matcher(page);
+    while (m.find()) {
+      String labels = m.group(1);
+      if (labels.contains("topic=\"" + topic + "\"") && labels.contains("partition=\"" + partition + "\"")) {
+        return Double.parseDouble(m.group(2));
+      }
+    }
+    return Double.NaN;
+  }
+
+  static double counter(String page, String name, String topic, int partition) {
+    return gauge(page, name, topic, partition);
+  }
+
+  private static void produce(KafkaBroker broker, String topic, int partition, String... values) throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(),
+        new StringSerializer())) {
+      for (String v : values) {
+        producer.send(new ProducerRecord<>(topic, partition, null, v)).get();
+      }
+    }
+  }
+}
