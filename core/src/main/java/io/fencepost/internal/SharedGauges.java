@@ -8,7 +8,6 @@ import java.util.function.DoubleSupplier;
 import io.fencepost.FencepostMeters;
 import io.fencepost.PartitionId;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
@@ -72,27 +71,22 @@ public final class SharedGauges implements Extension {
         .description(description).tags(tags).strongReference(true).register(registry()));
   }
 
-  /** Removes every meter and cell of the partition: it left this node. */
+  /**
+   * Removes the partition's gauges and cells: it left this node, and a gauge would go on showing its
+   * last value here. Counters and timers stay (they only stop moving): a process's totals, such as
+   * its fenced writes, outlive the partitions that made them.
+   */
   public void removePartition(PartitionId id) {
-    Tags tags = tags(id);
-    String suffix = key("", tags);
+    String suffix = key("", tags(id));
     cells.keySet().removeIf(k -> k.endsWith(suffix));
-    gauges.keySet().removeIf(k -> k.endsWith(suffix));
     MeterRegistry registry = registry();
-    for (Meter m : registry.getMeters()) {
-      if (matches(m.getId(), tags)) {
-        registry.remove(m);
-      }
-    }
-  }
-
-  private static boolean matches(Meter.Id id, Tags tags) {
-    for (Tag t : tags) {
-      if (!t.getValue().equals(id.getTag(t.getKey()))) {
+    gauges.entrySet().removeIf(e -> {
+      if (!e.getKey().endsWith(suffix)) {
         return false;
       }
-    }
-    return true;
+      registry.remove(e.getValue());
+      return true;
+    });
   }
 
   private static String key(String name, Tags tags) {

@@ -1,7 +1,6 @@
 package io.fencepost.examples;
 
-import java.nio.file.Path;
-import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -9,17 +8,17 @@ import java.util.function.Function;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.FencepostMeters;
 import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.management.FencepostManagement;
 import io.fencepost.testkit.ClusterNodes;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Metrics;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.apache.pekko.actor.CoordinatedShutdown;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
@@ -53,13 +52,28 @@ public final class LedgerNode implements AutoCloseable {
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
       int port, List<String> seeds, java.util.Optional<String> outboxTopic) {
+    return start(bootstrap, topic, group, journal, host, port, seeds, outboxTopic, Optional.empty());
+  }
+
+  /**
+   * Starts a node; with {@code management} (host and port) it also serves its operations endpoints
+   * there ({@code /ready}, {@code /alive}, {@code /metrics}, {@code /cluster/members}).
+   */
+  public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
+      int port, List<String> seeds, java.util.Optional<String> outboxTopic,
+      Optional<Map.Entry<String, Integer>> management) {
     List<String> seedNodes = seeds.isEmpty() ? List.of(host + ":" + port) : seeds;
     // Precedence: -D system properties, then the flags, then application.conf, then the examples'
     // cluster defaults (split-brain resolver, fast rebalances), then the journal, then reference.conf.
-    Config flags = ConfigFactory.parseMap(Map.of(
+    Map<String, Object> given = new HashMap<>(Map.of(
         "pekko.remote.artery.canonical.hostname", host,
         "pekko.remote.artery.canonical.port", port,
         "pekko.cluster.seed-nodes", seedNodes.stream().map(s -> "pekko://" + SYSTEM_NAME + "@" + s).toList()));
+    management.ifPresent(m -> {
+      given.put("fencepost.management.hostname", m.getKey());
+      given.put("fencepost.management.port", m.getValue());
+    });
+    Config flags = ConfigFactory.parseMap(given);
     Config config = ConfigFactory.systemProperties()
         .withFallback(flags)
         .withFallback(ConfigFactory.defaultApplication())
@@ -68,6 +82,19 @@ public final class LedgerNode implements AutoCloseable {
         .withFallback(ConfigFactory.defaultReference())
         .resolve();
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
+    // snippet: meters
+    PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    FencepostMeters.get(system).use(prometheus);
+    // end-snippet: meters
+    if (management.isPresent()) {
+      try {
+        FencepostManagement.start(system).toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (Exception e) {
+        system.terminate();
+        Throwable cause = e.getCause() != null ? e.getCause() : e;
+        throw cause instanceof RuntimeException r ? r : new IllegalStateException(cause.toString(), cause);
+      }
+    }
     // ctx -> new LedgerActor(ctx, outboxTopic), unless a test asks for a held payment (HoldOnceLedger).
     Function<PartitionContext, PartitionActor<Payment, Ledger, Credited>> ledger =
         ctx -> HoldOnceLedger.create(ctx, outboxTopic);

@@ -3,14 +3,15 @@ package io.fencepost.tools;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
+import io.fencepost.FencepostMeters;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.H2;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Metrics;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.apache.pekko.actor.CoordinatedShutdown;
 
 /** {@code fencepost ledger}: runs one node until SIGTERM (graceful) or SIGKILL. */
@@ -30,6 +31,10 @@ final class LedgerCommand implements Main.Command {
         .value("seeds", "host:port,...", "FENCEPOST_SEEDS", null, "seed nodes; default this node alone")
         .value("outbox-topic", "name", "FENCEPOST_OUTBOX_TOPIC", null,
             "announce every credit on this topic through the outbox (relay on); default none")
+        .value("management-port", "n", "FENCEPOST_MANAGEMENT_PORT", null,
+            "serve /ready, /alive, /metrics (Prometheus) and /cluster/members on this port; default off")
+        .value("management-host", "address", "FENCEPOST_MANAGEMENT_HOST", "127.0.0.1",
+            "address the management port binds; beyond loopback only for an orchestrator's probes")
         .bool("install-schema", "create the journal tables if they are missing")
         .bool("read-model", "also keep the ledger_balances SQL table in the journal database (exactly once; "
             + "safe on every node)");
@@ -47,11 +52,11 @@ final class LedgerCommand implements Main.Command {
     List<String> seeds = flags.get("seeds")
         .map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
         .orElse(List.of());
-    // Every meter in one in-memory registry, so that the node can say on exit how many writes were fenced.
-    SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    Metrics.addRegistry(meters);
+    Optional<Map.Entry<String, Integer>> management = flags.get("management-port").isEmpty() ? Optional.empty()
+        : Optional.of(Map.entry(flags.require("management-host"), flags.intValue("management-port", 0, 65535)));
     LedgerNode node = LedgerNode.start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
-        flags.require("host"), port, seeds, flags.get("outbox-topic"));
+        flags.require("host"), port, seeds, flags.get("outbox-topic"), management);
+    MeterRegistry meters = FencepostMeters.get(node.system()).registry();
     if (flags.isSet("read-model")) {
       node.startReadModel(journal, flags.require("topic"), flags.require("group"));
     }

@@ -1,0 +1,113 @@
+package io.fencepost.tools;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+import io.fencepost.examples.LedgerNode;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.testkit.FreePorts;
+import io.fencepost.testkit.JvmProcess;
+import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.testkit.Postgres;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code fencepost ledger --management-port} in its own process: the node's endpoints answer over
+ * HTTP on loopback (ready once it recovered its partitions and is a cluster member, alive, Prometheus
+ * with per-partition lag, the cluster's members), and stop answering after SIGTERM.
+ */
+@Tag("integration")
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class LedgerEndpointsIT {
+
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  @Test
+  void aLedgerNodeServesReadinessLivenessPrometheusAndClusterMembers() throws Exception {
+    JournalDatabase journal = Postgres.shared().createDatabase("ledger_endpoints_it");
+    journal.installSchema();
+    try (KafkaBroker broker = KafkaBroker.create().start()) {
+      String topic = KafkaBroker.uniqueName("payments");
+      broker.createTopic(topic, 3);
+      int port = FreePorts.next();
+      int management = FreePorts.next();
+      List<String> args = new ArrayList<>(LedgerNode.commandLine(broker.bootstrapServers(), topic, "ledger", journal,
+          port, List.of("127.0.0.1:" + port)));
+      args.addAll(List.of("--management-port", Integer.toString(management)));
+      JvmProcess node = JvmProcess.start("endpoints-node", Main.class.getName(), args,
+          Path.of("target", "ledger-endpoints-it.log"));
+      try {
+        node.awaitLine("READY", Duration.ofSeconds(120));
+        String base = "http://127.0.0.1:" + management + "/";
+        HttpResponse<String> ready = await(base + "ready", r -> r.statusCode() == 200);
+        assertEquals(200, ready.statusCode(), ready.body());
+        assertEquals(200, get(base + "alive").statusCode());
+        HttpResponse<String> members = get(base + "cluster/members");
+        assertEquals(200, members.statusCode(), members.body());
+        assertTrue(members.body().contains("\"node\":\"pekko://" + LedgerNode.SYSTEM_NAME + "@127.0.0.1:" + port + "\"")
+            && members.body().contains("\"status\":\"Up\""), members.body());
+        HttpResponse<String> metrics = await(base + "metrics", r -> r.body().contains("fencepost_partition_lag{"));
+        for (int p = 0; p < 3; p++) {
+          String series = "fencepost_partition_lag{group=\"ledger\",partition=\"" + p + "\",topic=\"" + topic + "\"} 0.0";
+          assertTrue(await(base + "metrics", r -> r.body().contains(series)).body().contains(series),
+              series + " in\n" + metrics.body());
+        }
+        node.terminate(Duration.ofSeconds(60));
+        // The JVM's status after SIGTERM (128 + 15), once its shutdown hook drained the pipeline.
+        assertEquals(143, node.awaitExit(Duration.ofSeconds(60)), "stopped by SIGTERM");
+        assertEquals(1, node.countLines("[ledger] stopping: draining in-flight batches of 3 partition(s)"),
+            "a graceful stop");
+        boolean refused;
+        try {
+          get(base + "alive");
+          refused = false;
+        } catch (java.io.IOException e) {
+          refused = true;
+        }
+        assertTrue(refused, "the endpoints close with the node");
+      } finally {
+        if (node.isAlive()) {
+          node.kill();
+        }
+      }
+    } finally {
+      Postgres.shared().dropDatabase(journal);
+    }
+  }
+
+  private HttpResponse<String> get(String url) throws Exception {
+    return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  private HttpResponse<String> await(String url, Predicate<HttpResponse<String>> ok) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+    HttpResponse<String> last = null;
+    while (System.nanoTime() < deadline) {
+      try {
+        last = get(url);
+        if (ok.test(last)) {
+          return last;
+        }
+      } catch (java.io.IOException e) {
+        // not bound yet
+      }
+      Thread.sleep(250);
+    }
+    throw new AssertionError(url + " never answered as awaited; last: "
+        + (last == null ? "no answer" : last.statusCode() + " " + last.body()));
+  }
+}
