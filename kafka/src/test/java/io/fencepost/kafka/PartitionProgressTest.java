@@ -1,0 +1,68 @@
+package io.fencepost.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+
+/** What readiness and the stalled and lag gauges make of one assignment's progress. */
+class PartitionProgressTest {
+
+  private static final Duration STALL = Duration.ofSeconds(60);
+  private static final long S = 1_000_000_000L;
+
+  @Test
+  void anIdlePartitionIsNeverStalledHoweverLongAgoItsLastBatch() {
+    PartitionProgress p = flowing();
+    p.lastProgressNanos = 0;
+    p.busySinceNanos = 0;
+    assertFalse(p.stalled(STALL, 3600 * S), "nothing buffered, nothing in flight");
+  }
+
+  @Test
+  void recordsWaitingWithoutAFinishedBatchForStallTimeoutAreAStall() {
+    PartitionProgress p = flowing();
+    p.lastProgressNanos = 0;
+    p.busySinceNanos = 100 * S;        // it got records at 100 s, after an idle hour
+    p.buffered.set(3);
+    assertFalse(p.stalled(STALL, 159 * S), "59 s since the records came");
+    assertTrue(p.stalled(STALL, 161 * S), "61 s since the records came");
+    p.buffered.set(0);
+    p.inFlight = true;
+    assertTrue(p.stalled(STALL, 161 * S), "a batch in flight for as long");
+    p.lastProgressNanos = 150 * S;     // a batch finished at 150 s
+    assertFalse(p.stalled(STALL, 161 * S));
+  }
+
+  @Test
+  void aHaltedPartitionIsStalledAndOneNotYetFlowingIsNot() {
+    PartitionProgress p = new PartitionProgress();
+    p.inFlight = true;
+    p.lastProgressNanos = 0;
+    p.busySinceNanos = 0;
+    assertFalse(p.stalled(STALL, 3600 * S), "recovering is reported as such, not as a stall");
+    p.halted = "journal gap";
+    assertTrue(p.stalled(STALL, 0));
+  }
+
+  @Test
+  void lagIsLogEndLessStoredNextOffsetOnceBothAreKnown() {
+    PartitionProgress p = new PartitionProgress();
+    assertTrue(Double.isNaN(p.lag()), "neither known");
+    p.knownNextOffset = 40;
+    assertTrue(Double.isNaN(p.lag()), "log end not measured yet");
+    p.logEnd = 45;
+    assertEquals(5.0, p.lag());
+    p.knownNextOffset = 47;            // applied past an older measurement
+    assertEquals(0.0, p.lag());
+  }
+
+  private static PartitionProgress flowing() {
+    PartitionProgress p = new PartitionProgress();
+    p.flowing = true;
+    return p;
+  }
+}
