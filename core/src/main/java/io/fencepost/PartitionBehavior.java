@@ -659,7 +659,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }
     BatchEvent outcome = BatchEvent.callOutcomes(incarnation, state.nextOffset(), clock(state),
         List.of(new CallOutcome(done.offset(), done.key(), done.outcome())));
-    return Effect().persist(outcome).thenUnstashAll();
+    return Effect().persist(outcome).thenRun(this::recordState).thenUnstashAll();
   }
 
   private FencepostException callFailure(Inbound<V> record, Throwable failure) {

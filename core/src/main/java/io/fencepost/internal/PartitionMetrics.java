@@ -1,5 +1,6 @@
 package io.fencepost.internal;
 
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -20,6 +21,10 @@ public final class PartitionMetrics {
 
   /** The shared cell holding the partition's last journal sequence number (read by its outbox relay). */
   public static final String JOURNAL_HEAD = "fencepost.journal.head";
+
+  /** The causes of {@code fencepost.partition.halts}; each counter exists from the start, at 0. */
+  public static final List<String> HALT_CAUSES =
+      List.of("event-handler", "journal-rejected", "journal-gap", "offset-above-log-end");
 
   private final MeterRegistry registry;
   private final Tags tags;
@@ -55,6 +60,8 @@ public final class PartitionMetrics {
         "business keys parked behind a dead-lettered record until it is replayed", id);
     windowKeys = shared.gauge("fencepost.keys.window", "business keys in the partition's duplicate window", id);
     journalHead = shared.cell(JOURNAL_HEAD, id);
+    // At 0 from the start: Prometheus sees a partition's first halt as an increase.
+    HALT_CAUSES.forEach(cause -> registry.counter("fencepost.partition.halts", tags.and("cause", cause)));
   }
 
   public void dropped(int redelivery, int byKey) {

@@ -3,6 +3,7 @@ package io.fencepost.internal;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
 
 import io.fencepost.FencepostMeters;
@@ -34,6 +35,7 @@ public final class SharedGauges implements Extension {
   private final FencepostMeters meters;
   private final Map<String, AtomicLong> cells = new ConcurrentHashMap<>();
   private final Map<String, Gauge> gauges = new ConcurrentHashMap<>();
+  private final Map<String, AtomicReference<DoubleSupplier>> suppliers = new ConcurrentHashMap<>();
 
   private SharedGauges(FencepostMeters meters) {
     this.meters = meters;
@@ -64,10 +66,16 @@ public final class SharedGauges implements Extension {
     return cell;
   }
 
-  /** A gauge of the partition computed from shared cells; registered once. */
+  /**
+   * A gauge of the partition computed by {@code value}; registered once, and reading the latest
+   * {@code value} given for it (a pipeline started again on this node replaces the previous one's).
+   */
   public void gauge(String name, String description, PartitionId id, DoubleSupplier value) {
     Tags tags = tags(id);
-    gauges.computeIfAbsent(key(name, tags), k -> Gauge.builder(name, value, DoubleSupplier::getAsDouble)
+    String key = key(name, tags);
+    AtomicReference<DoubleSupplier> current = suppliers.computeIfAbsent(key, k -> new AtomicReference<>());
+    current.set(value);
+    gauges.computeIfAbsent(key, k -> Gauge.builder(name, current, c -> c.get().getAsDouble())
         .description(description).tags(tags).strongReference(true).register(registry()));
   }
 
@@ -79,6 +87,7 @@ public final class SharedGauges implements Extension {
   public void removePartition(PartitionId id) {
     String suffix = key("", tags(id));
     cells.keySet().removeIf(k -> k.endsWith(suffix));
+    suppliers.keySet().removeIf(k -> k.endsWith(suffix));
     MeterRegistry registry = registry();
     gauges.entrySet().removeIf(e -> {
       if (!e.getKey().endsWith(suffix)) {

@@ -79,8 +79,8 @@ public final class KafkaPipeline<V> {
   }
 
   /**
-   * The pipelines started on this actor system, in start order (stopped ones included: their
-   * {@link Pipeline#health()} says "stopping"). Health checks read them.
+   * The pipelines running on this actor system, in start order, until their stop completed (while
+   * stopping, their {@link Pipeline#health()} says so). Health checks read them.
    */
   public static List<Pipeline> running(ActorSystem<?> system) {
     return RunningPipelines.get(system).all();

@@ -85,9 +85,14 @@ final class PartitionOwnership {
   private final CompletableFuture<Done> stopped = new CompletableFuture<>();
   private final Thread thread;
   private volatile boolean stopRequested;
-  /** Set at the first assignment (an empty one too): the consumer joined its group. */
+  /** Set at an assignment (an empty one too): the consumer is in its group. Reset when it leaves it. */
   private volatile boolean joined;
-  private volatile long lastPollNanos = System.nanoTime();
+  /** When this node's assignment last changed (assigned, revoked, lost, or the consumer left). */
+  private volatile long assignmentChangedNanos = System.nanoTime();
+  /** Each turn of the consumer loop, failed ones included: a thread that stops turning is stuck. */
+  private volatile long lastTurnNanos = System.nanoTime();
+  /** The consumer's failure while it is being replaced (backoff and rejoin), else null. */
+  private volatile String consumerFailure;
   private volatile KafkaConsumer<byte[], byte[]> consumer;
 
 
@@ -159,14 +164,24 @@ final class PartitionOwnership {
     return p == null ? Double.NaN : p.stalled(settings.stallTimeout(), System.nanoTime()) ? 1 : 0;
   }
 
-  /** Whether the consumer received its first assignment (possibly empty) from the group. */
+  /** Whether the consumer is in its group: it received an assignment (possibly empty) and has not left since. */
   boolean joined() {
     return joined;
   }
 
-  /** Nanoseconds since the consumer thread last returned from a poll. */
-  long sinceLastPollNanos() {
-    return System.nanoTime() - lastPollNanos;
+  /** Nanoseconds since this node's assignment last changed. */
+  long sinceAssignmentChangedNanos() {
+    return System.nanoTime() - assignmentChangedNanos;
+  }
+
+  /** Nanoseconds since the consumer thread last went round its loop (a poll, or a failed attempt). */
+  long sinceLastTurnNanos() {
+    return System.nanoTime() - lastTurnNanos;
+  }
+
+  /** Why the consumer is being replaced, or null while it runs. */
+  String consumerFailure() {
+    return consumerFailure;
   }
 
   /** Whether the consumer thread runs (it ends only after a stop). */
@@ -245,6 +260,7 @@ final class PartitionOwnership {
     int failures = 0;
     long lastFailure = 0;
     while (!stopRequested) {
+      lastTurnNanos = System.nanoTime();
       try {
         if (consumer == null) {
           consumer = new KafkaConsumer<>(consumerProperties, new ByteArrayDeserializer(), new ByteArrayDeserializer());
@@ -253,7 +269,7 @@ final class PartitionOwnership {
         runInbox();
         commits.maybeCommit(consumer, owned.keySet());
         ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
-        lastPollNanos = System.nanoTime();
+        consumerFailure = null;
         if (failures > 0 && System.nanoTime() - lastFailure > 6 * settings.retryBackoff().max().toNanos()) {
           failures = 0;   // healthy for a while: the next failure backs off from the start again
         }
@@ -267,6 +283,7 @@ final class PartitionOwnership {
           break;
         }
         Duration wait = restartBackoff.delay(failures++);
+        consumerFailure = e.toString();
         lastFailure = System.nanoTime();
         log.error("[{}] consumer failed; closing it and starting a new one in {} ms (its partitions are re-assigned "
             + "and seek to their actors' stored offsets): {}", settings.name(), wait.toMillis(), e.toString(), e);
@@ -277,6 +294,7 @@ final class PartitionOwnership {
         } catch (RuntimeException | Error closing) {
           log.warn("[{}] closing the failed consumer: {}", settings.name(), closing.toString());
           consumer = null;
+          joined = false;
         }
         sleep(wait);
       }
@@ -347,7 +365,7 @@ final class PartitionOwnership {
       Assignment o = new Assignment(tp, partitionId(tp));
       owned.put(tp, o);
       assigned.put(o.id, o.progress);
-      metrics.partition(o.id, () -> lagOf(o.id), () -> stalledOf(o.id));
+      metrics.partition(o.id, () -> lagOf(o.id), () -> stalledOf(o.id), settings.outbox().enabled());
       host.admit(o.id);
       CompletionStage<Done> previous = lastStream.getOrDefault(o.tp, CompletableFuture.completedFuture(Done.getInstance()));
       previousEnded(o, previous)
@@ -517,6 +535,7 @@ final class PartitionOwnership {
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
       joined = true;
+      assignmentChangedNanos = System.nanoTime();
       if (partitions.isEmpty()) {
         return;
       }
@@ -528,6 +547,7 @@ final class PartitionOwnership {
 
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      assignmentChangedNanos = System.nanoTime();
       if (!partitions.isEmpty()) {
         log.info("[{}] revoked {}", settings.name(), partitions);
         release(partitions, false);
@@ -536,6 +556,8 @@ final class PartitionOwnership {
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      joined = false;   // it left the group; the next assignment says it is back
+      assignmentChangedNanos = System.nanoTime();
       if (!partitions.isEmpty()) {
         log.warn("[{}] lost {} (this consumer left the group, e.g. after a long pause); their actors' fence refuses "
             + "any write of this node that another owner overtook", settings.name(), partitions);
@@ -556,6 +578,8 @@ final class PartitionOwnership {
     }
     new ArrayList<>(owned.values()).forEach(this::letGo);
     consumer = null;
+    joined = false;
+    assignmentChangedNanos = System.nanoTime();
   }
 
   /** Ends an assignment for good on this node: its relay and actor stop, its meters go. */

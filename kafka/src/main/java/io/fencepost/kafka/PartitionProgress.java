@@ -54,12 +54,16 @@ final class PartitionProgress {
   }
 
   /**
-   * Halted, or holding records to apply (buffered or in flight) with no batch finished for
-   * {@code stallTimeout} since it got them: what readiness and {@code fencepost.partition.stalled} report.
+   * Halted, not yet flowing {@code stallTimeout} after it was assigned (its actor cannot recover or
+   * tell its offset), or holding records to apply (buffered or in flight) with no batch finished for
+   * {@code stallTimeout} since it got them: what {@code fencepost.partition.stalled} reports.
    */
   boolean stalled(Duration stallTimeout, long nowNanos) {
     if (halted != null) {
       return true;
+    }
+    if (!flowing) {
+      return !revoked && nowNanos - assignedNanos > stallTimeout.toNanos();
     }
     boolean busy = inFlight || buffered.get() > 0;
     return flowing && busy && nowNanos - Math.max(lastProgressNanos, busySinceNanos) > stallTimeout.toNanos();

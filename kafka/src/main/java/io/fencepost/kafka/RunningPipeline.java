@@ -7,7 +7,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
+import java.util.Objects;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -70,6 +72,8 @@ final class RunningPipeline<V> implements Pipeline {
   private volatile Cancellable watchdog;
   private volatile Cancellable progress;
   private final ProgressLine progressLine = new ProgressLine();
+  /** Log-end reads that failed in a row (logged at the first and every 20th). */
+  private final java.util.concurrent.atomic.AtomicInteger endsUnknown = new java.util.concurrent.atomic.AtomicInteger();
   // (end offset, position) at the last watchdog restart: again only once records arrived or it moved since
   private final Map<TopicPartition, List<Long>> restartedAt = new ConcurrentHashMap<>();
   private final RecordDecoder<V> decoder;
@@ -216,10 +220,18 @@ final class RunningPipeline<V> implements Pipeline {
       return;
     }
     // The log end as the consumer sees it: with read_committed, the last stable offset.
-    IsolationLevel isolation = "read_uncommitted".equals(String.valueOf(
-        consumerProperties.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG))) ? IsolationLevel.READ_UNCOMMITTED
+    IsolationLevel isolation = "read_uncommitted".equalsIgnoreCase(String.valueOf(
+        consumerProperties.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG)).trim()) ? IsolationLevel.READ_UNCOMMITTED
         : IsolationLevel.READ_COMMITTED;
     admin.listOffsets(all, new ListOffsetsOptions(isolation)).all().toCompletionStage()
+        .whenComplete((ends, e) -> {
+          if (e == null) {
+            endsUnknown.set(0);
+          } else if (endsUnknown.getAndIncrement() % 20 == 0) {
+            log.warn("[{}] cannot read the log ends of its partitions (lag unknown, stalls not checked): {}",
+                settings.name(), e.toString());
+          }
+        })
         .thenAccept(ends -> ends.forEach((tp, info) -> {
       PartitionProgress progress = progressOf.get(tp);
       progress.logEnd = info.offset();   // the lag gauge reads it
@@ -354,40 +366,63 @@ final class RunningPipeline<V> implements Pipeline {
 
   @Override
   public PipelineHealth health() {
-    String name = settings.name();
+    String name = "[" + settings.name() + "] ";
     if (!ownership.running() && stopped == null) {
-      return new PipelineHealth(name, false, false, "[" + name + "] its consumer thread ended without a stop");
+      return new PipelineHealth(settings.name(), false, false, name + "its consumer thread ended without a stop");
     }
-    long maxPoll = Long.parseLong(String.valueOf(consumerProperties.getOrDefault(
-        ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "300000")));
-    long sincePoll = ownership.sinceLastPollNanos() / 1_000_000;
-    if (stopped == null && sincePoll > maxPoll) {
-      return new PipelineHealth(name, false, false, "[" + name + "] its consumer thread has not returned from a poll "
-          + "for " + sincePoll / 1000 + " s (max.poll.interval.ms " + maxPoll + ")");
+    long maxPoll = maxPollIntervalMillis();
+    long sinceTurn = ownership.sinceLastTurnNanos() / 1_000_000;
+    if (stopped == null && sinceTurn > maxPoll) {
+      return new PipelineHealth(settings.name(), false, false, name + "its consumer thread is stuck: it has not gone "
+          + "round its loop for " + sinceTurn / 1000 + " s (max.poll.interval.ms " + maxPoll + ")");
     }
+    String notReady = notReadyReason();
+    return new PipelineHealth(settings.name(), true, notReady.isEmpty(), notReady.isEmpty() ? "" : name + notReady);
+  }
+
+  /** Why this node's part of the pipeline is not ready, or empty. */
+  private String notReadyReason() {
     if (stopped != null) {
-      return new PipelineHealth(name, true, false, "[" + name + "] stopping");
+      return "stopping";
+    }
+    String failure = ownership.consumerFailure();
+    if (failure != null) {
+      return "its consumer failed and is being replaced: " + failure;
     }
     if (!ownership.joined()) {
-      return new PipelineHealth(name, true, false, "[" + name + "] waiting for its first assignment from group ["
-          + settings.groupId() + "]");
+      return "waiting for an assignment from group [" + settings.groupId() + "]";
+    }
+    long sinceChange = ownership.sinceAssignmentChangedNanos();
+    if (sinceChange < PipelineHealth.SETTLE.toNanos()) {
+      return "its assignment changed " + sinceChange / 1_000_000 + " ms ago (a rebalance may have a second round)";
     }
     long now = System.nanoTime();
     List<String> problems = new ArrayList<>();
-    new java.util.TreeMap<>(ownership.assigned().entrySet().stream().collect(java.util.stream.Collectors.toMap(
-        e -> e.getKey().topic() + "-" + e.getKey().partition(), Map.Entry::getValue))).forEach((tp, p) -> {
-          if (p.halted != null) {
-            problems.add(tp + " halted: " + (p.halted.length() > 160 ? p.halted.substring(0, 160) + "..."
-                : p.halted));
-          } else if (!p.flowing) {
-            problems.add(tp + " recovering for " + (now - p.assignedNanos) / 1_000_000_000 + " s");
-          } else if (p.stalled(settings.stallTimeout(), now)) {
-            problems.add(tp + " stalled: no batch finished for " + (now - Math.max(p.lastProgressNanos,
-                p.busySinceNanos)) / 1_000_000_000 + " s" + (p.lastError.isEmpty() ? "" : " (" + p.lastError + ")"));
-          }
-        });
-    return problems.isEmpty() ? new PipelineHealth(name, true, true, "")
-        : new PipelineHealth(name, true, false, "[" + name + "] " + String.join("; ", problems));
+    Map<PartitionId, PartitionProgress> byPartition = new TreeMap<>(
+        Comparator.comparing(PartitionId::topic).thenComparingInt(PartitionId::partition));
+    byPartition.putAll(ownership.assigned());
+    byPartition.forEach((id, p) -> {
+      String tp = id.topic() + "-" + id.partition();
+      if (p.halted != null) {
+        problems.add(tp + " halted: " + (p.halted.length() > 160 ? p.halted.substring(0, 160) + "..." : p.halted));
+      } else if (!p.flowing) {
+        problems.add(tp + " recovering for " + (now - p.assignedNanos) / 1_000_000_000 + " s");
+      } else if (p.stalled(settings.stallTimeout(), now)) {
+        String error = Objects.toString(p.lastError, "");
+        problems.add(tp + " stalled: no batch finished for " + (now - Math.max(p.lastProgressNanos,
+            p.busySinceNanos)) / 1_000_000_000 + " s" + (error.isEmpty() ? "" : " (" + error + ")"));
+      }
+    });
+    return String.join("; ", problems);
+  }
+
+  private long maxPollIntervalMillis() {
+    try {
+      return Long.parseLong(String.valueOf(consumerProperties.getOrDefault(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
+          "300000")).trim());
+    } catch (NumberFormatException e) {
+      return 300_000;
+    }
   }
 
   private void closeClients() {
@@ -422,6 +457,8 @@ final class RunningPipeline<V> implements Pipeline {
     // Coordinated shutdown waits for the drain, not for the consumer's goodbye to the group.
     stopped = released
         .completeOnTimeout(Done.getInstance(), settings.drainTimeout().toMillis() + 500, TimeUnit.MILLISECONDS);
+    // Reported as stopping until then; afterwards health checks no longer count it.
+    stopped.whenComplete((d, e) -> RunningPipelines.get(system).remove(this));
     return stopped;
   }
 }

@@ -7,7 +7,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
 
-/** The pipelines started on one actor system (stopped ones stay: they report "stopping"), for health checks. */
+/** The pipelines running on one actor system (until their stop completed), for health checks. */
 final class RunningPipelines implements Extension {
 
   private static final ExtensionId<RunningPipelines> ID = new ExtensionId<>() {
@@ -25,6 +25,10 @@ final class RunningPipelines implements Extension {
 
   void add(Pipeline pipeline) {
     pipelines.add(pipeline);
+  }
+
+  void remove(Pipeline pipeline) {
+    pipelines.remove(pipeline);
   }
 
   List<Pipeline> all() {

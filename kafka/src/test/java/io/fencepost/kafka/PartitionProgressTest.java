@@ -38,14 +38,15 @@ class PartitionProgressTest {
   }
 
   @Test
-  void aHaltedPartitionIsStalledAndOneNotYetFlowingIsNot() {
+  void aHaltedPartitionIsStalledAndSoIsOneStillRecoveringStallTimeoutAfterItsAssignment() {
     PartitionProgress p = new PartitionProgress();
-    p.inFlight = true;
-    p.lastProgressNanos = 0;
-    p.busySinceNanos = 0;
-    assertFalse(p.stalled(STALL, 3600 * S), "recovering is reported as such, not as a stall");
-    p.halted = "journal gap";
-    assertTrue(p.stalled(STALL, 0));
+    assertFalse(p.stalled(STALL, p.assignedNanos + 59 * S), "recovering for 59 s");
+    assertTrue(p.stalled(STALL, p.assignedNanos + 61 * S), "its actor cannot recover or tell its offset");
+    p.revoked = true;
+    assertFalse(p.stalled(STALL, p.assignedNanos + 61 * S), "an ended assignment is nobody's stall");
+    PartitionProgress halted = flowing();
+    halted.halted = "journal gap";
+    assertTrue(halted.stalled(STALL, halted.assignedNanos));
   }
 
   @Test

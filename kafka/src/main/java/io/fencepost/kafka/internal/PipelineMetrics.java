@@ -1,5 +1,6 @@
 package io.fencepost.kafka.internal;
 
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.DoubleSupplier;
 
@@ -8,6 +9,8 @@ import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.SharedGauges;
 import io.micrometer.core.instrument.Counter;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The meters a pipeline records itself, in the actor system's {@code FencepostMeters} registry (a
@@ -15,6 +18,9 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * listed in docs/operations.md, "Meters".
  */
 public final class PipelineMetrics {
+
+  private static final Logger log = LoggerFactory.getLogger(PipelineMetrics.class);
+  private static final List<String> RETRY_REASONS = List.of("rejected", "no-reply", "handler", "gap");
 
   private final SharedGauges shared;
 
@@ -27,7 +33,7 @@ public final class PipelineMetrics {
    * {@code fencepost.partition.halts} a partition actor increments for the halts it detects.
    */
   public void halted(PartitionId id, String cause) {
-    PartitionMetrics.halted(shared.registry(), SharedGauges.tags(id), cause);
+    safely("fencepost.partition.halts", () -> PartitionMetrics.halted(shared.registry(), SharedGauges.tags(id), cause));
   }
 
   /**
@@ -35,35 +41,53 @@ public final class PipelineMetrics {
    * (a handler failure retried or dead-lettered) or {@code gap} (offsets missing from the stream).
    */
   public void retried(PartitionId id, String reason) {
-    Counter.builder("fencepost.batch.retries").description("batches sent to their partition actor again")
-        .tags(SharedGauges.tags(id).and("reason", reason)).register(shared.registry()).increment();
+    safely("fencepost.batch.retries", () -> retries(id, reason).increment());
+  }
+
+  private Counter retries(PartitionId id, String reason) {
+    return Counter.builder("fencepost.batch.retries").description("batches sent to their partition actor again")
+        .tags(SharedGauges.tags(id).and("reason", reason)).register(shared.registry());
   }
 
   /**
-   * The partition's gauges {@code fencepost.partition.lag} (records between its stored next offset
-   * and its log end, as last measured) and {@code fencepost.partition.stalled} (1 while it is halted,
-   * or holds records and finished no batch for stall-timeout); registered once per partition.
+   * A partition assigned here: its gauges {@code fencepost.partition.lag} (records between its
+   * stored next offset and its log end, as last measured) and {@code fencepost.partition.stalled}
+   * (1 while it is halted, stuck recovering, or holds records and finished no batch for
+   * stall-timeout); {@code fencepost.outbox.relay.lag} when the outbox is on; its retry counters at 0
+   * (so that a first retry shows as an increase).
    */
-  public void partition(PartitionId id, DoubleSupplier lag, DoubleSupplier stalled) {
-    shared.gauge("fencepost.partition.lag", "records between the stored next offset and the log end", id, lag);
-    shared.gauge("fencepost.partition.stalled",
-        "1 while the partition is halted, or holds records and finished no batch for stall-timeout", id, stalled);
+  public void partition(PartitionId id, DoubleSupplier lag, DoubleSupplier stalled, boolean outbox) {
+    safely("fencepost.partition.*", () -> {
+      shared.gauge("fencepost.partition.lag", "records between the stored next offset and the log end", id, lag);
+      shared.gauge("fencepost.partition.stalled",
+          "1 while the partition is halted, stuck recovering, or holds records and finished no batch for stall-timeout",
+          id, stalled);
+      RETRY_REASONS.forEach(reason -> retries(id, reason));
+      if (outbox) {
+        AtomicLong head = shared.cell(PartitionMetrics.JOURNAL_HEAD, id);
+        AtomicLong position = relayPosition(id);
+        shared.gauge("fencepost.outbox.relay.lag", "journal entries written but not yet passed by the outbox relay",
+            id, () -> Math.max(0, head.get() - position.get()));
+      }
+    });
   }
 
-  /**
-   * The outbox relay's position: the gauge {@code fencepost.outbox.relay.lag} is the partition's last
-   * journal sequence number less this one (journal entries the relay has yet to pass).
-   */
+  /** The outbox relay's position (journal sequence number), which {@code fencepost.outbox.relay.lag} reads. */
   public AtomicLong relayPosition(PartitionId id) {
-    AtomicLong head = shared.cell(PartitionMetrics.JOURNAL_HEAD, id);
-    AtomicLong position = shared.cell("fencepost.outbox.relay.position", id);
-    shared.gauge("fencepost.outbox.relay.lag", "journal entries written but not yet passed by the outbox relay", id,
-        () -> Math.max(0, head.get() - position.get()));
-    return position;
+    return shared.cell("fencepost.outbox.relay.position", id);
   }
 
-  /** The partition left this node: its meters go (another node reports them now). */
+  /** The partition left this node: its gauges go (another node reports them now); counters stay. */
   public void removed(PartitionId id) {
-    shared.removePartition(id);
+    safely("fencepost.partition.*", () -> shared.removePartition(id));
+  }
+
+  /** Meters never stop the pipeline: a registry that refuses one (a conflicting meter, a filter) is logged. */
+  private static void safely(String meter, Runnable action) {
+    try {
+      action.run();
+    } catch (RuntimeException e) {
+      log.warn("meter {} not recorded: {}", meter, e.toString());
+    }
   }
 }

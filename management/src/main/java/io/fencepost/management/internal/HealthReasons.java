@@ -5,12 +5,23 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.stream.Collectors;
 
+import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineHealth;
 
 /** A check's answer: true, or failed with the failing pipelines' reasons (Pekko Management shows a failure's message). */
 final class HealthReasons {
 
   private HealthReasons() {
+  }
+
+  /** The pipeline's health; a pipeline whose health cannot be computed is live but not ready. */
+  static PipelineHealth of(Pipeline pipeline) {
+    try {
+      return pipeline.health();
+    } catch (RuntimeException e) {
+      return new PipelineHealth(pipeline.name(), true, false, "[" + pipeline.name() + "] its health could not be "
+          + "computed: " + e);
+    }
   }
 
   static CompletionStage<Boolean> check(List<PipelineHealth> failing) {

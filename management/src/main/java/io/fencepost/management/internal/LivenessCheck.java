@@ -4,7 +4,6 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
 
 import io.fencepost.kafka.KafkaPipeline;
-import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineHealth;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
@@ -23,7 +22,7 @@ public final class LivenessCheck implements Supplier<CompletionStage<Boolean>> {
 
   @Override
   public CompletionStage<Boolean> get() {
-    return HealthReasons.check(KafkaPipeline.running(system).stream().map(Pipeline::health)
+    return HealthReasons.check(KafkaPipeline.running(system).stream().map(HealthReasons::of)
         .filter(h -> !h.live()).toList());
   }
 }

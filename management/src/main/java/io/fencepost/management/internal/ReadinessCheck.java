@@ -27,8 +27,8 @@ public final class ReadinessCheck implements Supplier<CompletionStage<Boolean>> 
   public CompletionStage<Boolean> get() {
     List<Pipeline> pipelines = KafkaPipeline.running(system);
     if (pipelines.isEmpty()) {
-      return CompletableFuture.failedFuture(new IllegalStateException("no pipeline started on this node yet"));
+      return CompletableFuture.failedFuture(new IllegalStateException("no pipeline runs on this node"));
     }
-    return HealthReasons.check(pipelines.stream().map(Pipeline::health).filter(h -> !h.ready()).toList());
+    return HealthReasons.check(pipelines.stream().map(HealthReasons::of).filter(h -> !h.ready()).toList());
   }
 }
