@@ -20,6 +20,7 @@ import io.fencepost.internal.DeadLetterEntry;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
+import io.fencepost.internal.SnapshotWriter;
 import io.fencepost.internal.UniqueKeyViolation;
 import io.fencepost.internal.WindowClock;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -59,12 +60,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private final PartitionActor<V, S, E> actor;
   private final PartitionActorSettings settings;
   private final PartitionId partition;
-  // When the last batch write completed (a snapshot, if due, is stored right after it).
-  private long lastWrittenNanos = System.nanoTime();
   private final String incarnation = UUID.randomUUID().toString();
   private final PartitionMetrics metrics;
   private final BatchSelector<V> selector;
   private final WindowClock clock;
+  private final SnapshotWriter snapshots;
   // Set when this partition cannot go on without an operator (see PartitionHaltedException): every
   // batch is refused with it and nothing is written until the actor stops.
   private PartitionHaltedException halted;
@@ -113,6 +113,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.metrics = new PartitionMetrics(ctx.getSystem(), partition);
     this.selector = new BatchSelector<>(partition, settings, actor, ctx.getLog());
     this.clock = settings.newWindowClock();
+    this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(), partition.persistenceId(),
+        partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog());
   }
 
   @Override
@@ -138,9 +140,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   @Override
   public RetentionCriteria retentionCriteria() {
-    // Snapshots only. Events are never deleted: deletion frees sequence numbers, and a stale
-    // incarnation could then commit into the freed range (see docs/guarantees.md).
-    return RetentionCriteria.snapshotEvery(settings.snapshotEvery(), settings.keepSnapshots());
+    // Pekko snapshots nothing: its snapshots stash every command until the store answers. The
+    // SnapshotWriter stores them beside the command path instead, every snapshot-every writes.
+    // Events are never deleted: deletion frees sequence numbers, and a stale incarnation could then
+    // commit into the freed range (see docs/guarantees.md).
+    return RetentionCriteria.disabled();
   }
 
   @Override
@@ -176,15 +180,6 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .onSignal(JournalPersistRejected.class, (state, rejected) -> onPersistRejected(rejected.getFailure()))
         .onSignal(RecoveryFailed.class, (state, failed) ->
             ctx.getLog().warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(),
-                failed.getFailure().toString()))
-        // The actor takes no command (and the batch that triggered it gets no reply) until its
-        // snapshot is stored: a latency spike every snapshot-every writes (docs/operations.md).
-        .onSignal(org.apache.pekko.persistence.typed.SnapshotCompleted.class, (state, done) ->
-            ctx.getLog().debug("[{}] snapshot at sequence number [{}] stored {} ms after its write",
-                partition.shortName(), done.metadata().sequenceNr(), (System.nanoTime() - lastWrittenNanos) / 1_000_000))
-        .onSignal(org.apache.pekko.persistence.typed.SnapshotFailed.class, (state, failed) ->
-            ctx.getLog().warn("[{}] snapshot at sequence number [{}] failed (recovery replays more events until the "
-                + "next one succeeds): {}", partition.shortName(), failed.metadata().sequenceNr(),
                 failed.getFailure().toString()))
         .build();
   }
@@ -267,8 +262,18 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         lastSequenceNumber(ctx));
   }
 
+  /** After every write: the gauges, and a snapshot when one is due (stored beside the command path). */
+  private void afterWrite(PartitionState<S> state) {
+    recordState(state);
+    long sequenceNr = lastSequenceNumber(ctx);
+    if (snapshots.due(sequenceNr)) {
+      snapshots.offer(sequenceNr, state.copyForSnapshot());
+    }
+  }
+
   private void onRecoveryCompleted(PartitionState<S> state) {
     recordState(state);
+    snapshots.recovered(lastSequenceNumber(ctx));
     if (!statementLogged) {
       statementLogged = true;
       // Part of every fail-over and assignment: how long this partition took to become ready.
@@ -597,7 +602,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingEvent = effects;
     pendingUserState = user;
     return Effect().persist(effects).thenRun(s -> {
-      recordState(s);
+      afterWrite(s);
       pendingEvent = null;
       pendingUserState = null;
     }).thenUnstashAll();
@@ -617,8 +622,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   }
 
   private void written(BatchOutcome.Applied outcome, PartitionState<S> state) {
-    lastWrittenNanos = System.nanoTime();
-    recordState(state);
+    afterWrite(state);
     metrics.written(outcome.applied(), outcome.deadLettered(), System.nanoTime() - pendingStartNanos);
     long now = System.currentTimeMillis();
     for (Inbound<?> record : pendingRecords) {
@@ -659,7 +663,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }
     BatchEvent outcome = BatchEvent.callOutcomes(incarnation, state.nextOffset(), clock(state),
         List.of(new CallOutcome(done.offset(), done.key(), done.outcome())));
-    return Effect().persist(outcome).thenRun(this::recordState).thenUnstashAll();
+    return Effect().persist(outcome).thenRun(this::afterWrite).thenUnstashAll();
   }
 
   private FencepostException callFailure(Inbound<V> record, Throwable failure) {

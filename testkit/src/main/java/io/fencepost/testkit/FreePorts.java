@@ -3,21 +3,67 @@ package io.fencepost.testkit;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 
-/** Free loopback ports for in-process servers. */
+/**
+ * Free loopback ports for servers a test starts, in this process or in others. They are taken below
+ * the operating system's ephemeral range ({@code /proc/sys/net/ipv4/ip_local_port_range}): a port
+ * from that range, free when it is chosen, can be taken by any outgoing connection (a Kafka client's,
+ * say) before the server binds it. A port is handed out once per process.
+ */
 public final class FreePorts {
+
+  private static final Set<Integer> GIVEN = ConcurrentHashMap.newKeySet();
+  private static final int LOWEST = 10_000;
 
   private FreePorts() {
   }
 
-  /** A port that was free on 127.0.0.1 a moment ago. */
+  /** A port that was free on 127.0.0.1 a moment ago, outside the ephemeral range where possible. */
   public static int next() {
+    int ephemeralStart = ephemeralStart();
+    if (ephemeralStart - LOWEST >= 1_000) {
+      for (int attempt = 0; attempt < 500; attempt++) {
+        int port = ThreadLocalRandom.current().nextInt(LOWEST, ephemeralStart);
+        if (GIVEN.add(port)) {
+          if (bindable(port)) {
+            return port;
+          }
+        }
+      }
+    }
     try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       socket.setReuseAddress(true);
+      GIVEN.add(socket.getLocalPort());
       return socket.getLocalPort();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot find a free loopback port", e);
+    }
+  }
+
+  private static boolean bindable(int port) {
+    try (ServerSocket socket = new ServerSocket()) {
+      socket.setReuseAddress(false);
+      socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /** The first port of the ephemeral range (Linux), or 32768 where it cannot be read. */
+  private static int ephemeralStart() {
+    try {
+      String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
+      return Integer.parseInt(range.split("\\s+")[0]);
+    } catch (IOException | RuntimeException e) {
+      return 32_768;
     }
   }
 }
