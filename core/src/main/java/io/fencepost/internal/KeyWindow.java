@@ -106,12 +106,24 @@ public final class KeyWindow {
     }
   }
 
-  /** A deep copy, for snapshots taken while the actor goes on mutating this window. */
+  /**
+   * A deep copy, for snapshots taken while the actor goes on mutating this window: its arrays cloned
+   * as they are (no rehashing), so it costs a memory copy on the actor's thread.
+   */
   public KeyWindow copy() {
-    KeyWindow c = new KeyWindow(maxKeys, maxAgeMillis);
-    c.allocate(Math.max(Math.min(maxKeys, MIN_CAPACITY), size));
-    forEach(c::appendUnchecked);
-    return c;
+    return new KeyWindow(this);
+  }
+
+  private KeyWindow(KeyWindow from) {
+    this.maxKeys = from.maxKeys;
+    this.maxAgeMillis = from.maxAgeMillis;
+    this.his = from.his.clone();
+    this.los = from.los.clone();
+    this.times = from.times.clone();
+    this.head = from.head;
+    this.size = from.size;
+    this.slots = from.slots.clone();
+    this.mask = from.mask;
   }
 
   /** Appends a key known to be newer than all and absent (snapshot restore); ignores bounds until the next add. */
