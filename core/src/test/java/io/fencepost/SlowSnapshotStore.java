@@ -8,6 +8,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.pekko.dispatch.ExecutionContexts;
 import org.apache.pekko.dispatch.Futures;
@@ -36,6 +37,8 @@ public final class SlowSnapshotStore extends SnapshotStore {
   static final ConcurrentSkipListMap<String, Stored> stored = new ConcurrentSkipListMap<>();
   /** The sequence number of every snapshot handed to a recovery. */
   static final List<Long> loaded = new CopyOnWriteArrayList<>();
+  /** Writes begun and not finished. */
+  static final AtomicInteger pending = new AtomicInteger();
 
   record Stored(SnapshotMetadata metadata, byte[] bytes, int serializerId, String manifest) {
   }
@@ -74,6 +77,7 @@ public final class SlowSnapshotStore extends SnapshotStore {
   @Override
   public Future<Void> doSaveAsync(SnapshotMetadata metadata, Object snapshot) {
     begun.add(metadata.sequenceNr());
+    pending.incrementAndGet();
     Serializer serializer = serialization.findSerializerFor(snapshot);
     byte[] bytes = serializer.toBinary(snapshot);
     String manifest = Serializers.manifestFor(serializer, snapshot);
@@ -81,9 +85,13 @@ public final class SlowSnapshotStore extends SnapshotStore {
       if (!gate.await(2, TimeUnit.MINUTES)) {
         throw new IllegalStateException("the test never opened the gate");
       }
-      stored.put(key(metadata.persistenceId(), metadata.sequenceNr()),
-          new Stored(metadata, bytes, serializer.identifier(), manifest));
-      return null;
+      try {
+        stored.put(key(metadata.persistenceId(), metadata.sequenceNr()),
+            new Stored(metadata, bytes, serializer.identifier(), manifest));
+        return null;
+      } finally {
+        pending.decrementAndGet();
+      }
     }, writing);
   }
 

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A partition keeps applying batches while its snapshot is being stored by a deliberately slow
- * snapshot store, and recovers exactly whether the snapshot landed or the incarnation died first.
+ * snapshot store, and recovers exactly whether the snapshot landed, landed late, or not at all.
+ * Snapshot every 2 writes, keep 2.
  */
 class SnapshotsBesideTheCommandPathTest {
 
@@ -32,7 +33,9 @@ class SnapshotsBesideTheCommandPathTest {
   private PartitionId partition;
 
   @BeforeEach
-  void fresh() {
+  void fresh() throws InterruptedException {
+    SlowSnapshotStore.gate.countDown();
+    await(() -> SlowSnapshotStore.pending.get() == 0);   // nothing of an earlier test lands later
     SlowSnapshotStore.reset();
     partition = new PartitionId("g" + System.nanoTime(), "t", 0);
   }
@@ -65,54 +68,51 @@ class SnapshotsBesideTheCommandPathTest {
     for (long offset = 0; offset < 10; offset++) {
       apply(actor, offset);   // each answered within 10 s although the snapshot at 2 is not stored
     }
-    assertEquals(List.of(2L), SlowSnapshotStore.begun, "one snapshot in flight; those due meanwhile wait");
+    assertEquals(List.of(2L), SlowSnapshotStore.begun, "one snapshot in flight; the newest due (10) waits");
     assertEquals(0, SlowSnapshotStore.stored.size());
 
     SlowSnapshotStore.gate.countDown();
-    await(() -> SlowSnapshotStore.stored.size() == 1);
-    // The next snapshots are taken at the first writes due after the store answered the previous one.
-    long offset = 10;
-    while (SlowSnapshotStore.begun.size() < 3) {
-      apply(actor, offset++);
-      assertTrue(offset < 200, "no third snapshot within 190 writes: " + SlowSnapshotStore.begun);
-    }
-    long second = SlowSnapshotStore.begun.get(1);
-    long third = SlowSnapshotStore.begun.get(2);
-    assertTrue(second >= 11 && third > second, "sequence numbers " + SlowSnapshotStore.begun);
-    // keep-snapshots 2: once the third is stored, the first (2) is deleted.
-    await(() -> storedSequenceNrs().equals(List.of(second, third)));
+    // 2 stored, then 10 sent and stored; 10 - keep * every = 6: the one at 2 is deleted.
+    await(() -> storedSequenceNrs().equals(List.of(10L)));
+    apply(actor, 10);         // sequence number 11: not due
+    apply(actor, 11);         // 12: due; 12 - 4 = 8 deletes nothing more
+    await(() -> storedSequenceNrs().equals(List.of(10L, 12L)));
+    assertEquals(List.of(2L, 10L, 12L), SlowSnapshotStore.begun);
     stopAndWait(actor);
 
     ActorRef<PartitionCommand> next = spawn();
     PartitionStatus status = InMemoryPartitions.status(kit, next);
-    assertEquals(List.of(third), SlowSnapshotStore.loaded, "recovered from the newest snapshot");
-    assertEquals(offset, status.nextOffset().getAsLong());
-    assertEquals(offset, status.appliedRecords());
+    assertEquals(List.of(12L), SlowSnapshotStore.loaded, "recovered from the newest snapshot");
+    assertEquals(12, status.nextOffset().getAsLong());
+    assertEquals(12, status.appliedRecords());
     stopAndWait(next);
   }
 
   @Test
-  void anIncarnationThatStopsWithItsSnapshotUnwrittenIsRecoveredFromTheEventsExactly() throws Exception {
+  void snapshotsOfAStoppedIncarnationLandLateAndStillRecoverExactly() throws Exception {
     SlowSnapshotStore.gate = new CountDownLatch(1);
     ActorRef<PartitionCommand> actor = spawn();
     for (long offset = 0; offset < 5; offset++) {
       apply(actor, offset);
     }
-    stopAndWait(actor);       // the snapshot at 2 is still waiting at the gate
+    stopAndWait(actor);       // the snapshot at 2 waits at the gate, the one at 4 behind it
     ActorRef<PartitionCommand> next = spawn();
     PartitionStatus status = InMemoryPartitions.status(kit, next);
-    assertEquals(List.of(), SlowSnapshotStore.loaded, "no snapshot yet: every event replayed");
+    assertEquals(List.of(), SlowSnapshotStore.loaded, "no snapshot stored yet: every event replayed");
     assertEquals(5, status.nextOffset().getAsLong());
     assertEquals(5, status.appliedRecords());
-    apply(next, 5);
-    apply(next, 4);           // a redelivery: dropped, as the recovered offset says
-    assertEquals(6, InMemoryPartitions.status(kit, next).appliedRecords());
-    SlowSnapshotStore.gate.countDown();   // the old incarnation's snapshot lands late: state at 2, consistent
-    await(() -> SlowSnapshotStore.stored.size() >= 1);
-    stopAndWait(next);
+    stopAndWait(next);        // it wrote nothing: no snapshot of its own
+
+    SlowSnapshotStore.gate.countDown();   // the stopped incarnation's snapshots land now
+    await(() -> storedSequenceNrs().equals(List.of(2L, 4L)));
     ActorRef<PartitionCommand> third = spawn();
+    status = InMemoryPartitions.status(kit, third);
+    assertEquals(List.of(4L), SlowSnapshotStore.loaded, "recovered from the late snapshot at 4, then event 5");
+    assertEquals(5, status.nextOffset().getAsLong());
+    assertEquals(5, status.appliedRecords());
+    apply(third, 5);
+    apply(third, 4);          // a redelivery: dropped, as the recovered offset says
     assertEquals(6, InMemoryPartitions.status(kit, third).appliedRecords());
-    assertEquals(6, InMemoryPartitions.status(kit, third).nextOffset().getAsLong());
     stopAndWait(third);
   }
 

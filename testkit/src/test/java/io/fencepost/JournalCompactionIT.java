@@ -90,6 +90,11 @@ class JournalCompactionIT {
       actor.tell(new PartitionCommand.ApplyBatch(records, probe.ref()));
       assertInstanceOf(BatchOutcome.Applied.class, probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(30)));
     }
+    try {
+      SnapshotRows.awaitNewest(db, partition.persistenceId(), 4);
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
     kit.stop(actor);
   }
 

@@ -246,6 +246,7 @@ class PartitionActorIT {
       assertInstanceOf(BatchOutcome.Applied.class, apply(b, current, payments(from, from + 10)));
     }
     if (compact) {
+      SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 4);
       int compacted = JournalCompaction.compact(b.system(), postgres, partition.persistenceId()).compacted();
       assertTrue(compacted >= 4, "events covered by the newest snapshot were compacted: " + compacted);
     }

@@ -71,7 +71,7 @@ public final class RecoveryBenchmark {
       for (boolean snapshots : new boolean[] {true, false}) {
         PartitionId id = new PartitionId("bench", snapshots ? "with-snapshot" : "events-only", 0);
         int snapshotEvery = snapshots ? records / batch : Integer.MAX_VALUE;
-        write(config, id, records, batch, snapshotEvery);
+        write(config, db, id, records, batch, snapshotEvery);
         for (int round = 1; round <= 3; round++) {
           recover(config, id, records, snapshotEvery, round);
         }
@@ -88,7 +88,8 @@ public final class RecoveryBenchmark {
         .withSnapshotEvery(snapshotEvery);
   }
 
-  private static void write(Config config, PartitionId id, int records, int batch, int snapshotEvery) {
+  private static void write(Config config, JournalDatabase db, PartitionId id, int records, int batch,
+      int snapshotEvery) throws Exception {
     ActorTestKit kit = ActorTestKit.create("writer", config);
     try {
       ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(id, settings(kit, records, snapshotEvery),
@@ -107,10 +108,33 @@ public final class RecoveryBenchmark {
         }
       }
       double s = (System.nanoTime() - start) / 1e9;
+      if (snapshotEvery != Integer.MAX_VALUE) {
+        // Snapshots are stored beside the command path: the last one may still be on its way.
+        awaitSnapshot(db, id, (records + batch - 1) / batch);
+      }
       System.out.printf("[%s] wrote %,d records in %,d batches in %.1f s (%,.0f records/s, one partition, direct to "
           + "the actor)%n", id.topic(), records, (records + batch - 1) / batch, s, records / s);
     } finally {
       kit.shutdownTestKit();
+    }
+  }
+
+  private static void awaitSnapshot(JournalDatabase db, PartitionId id, long sequenceNr) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+    while (true) {
+      try (java.sql.Connection c = db.connect(); java.sql.PreparedStatement q = c.prepareStatement(
+          "SELECT MAX(sequence_number) FROM snapshot WHERE persistence_id = ?")) {
+        q.setString(1, id.persistenceId());
+        try (java.sql.ResultSet r = q.executeQuery()) {
+          if (r.next() && r.getLong(1) >= sequenceNr) {
+            return;
+          }
+        }
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("the snapshot at " + sequenceNr + " was not stored within 2 minutes");
+      }
+      Thread.sleep(50);
     }
   }
 

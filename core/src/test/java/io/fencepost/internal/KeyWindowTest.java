@@ -1,12 +1,15 @@
 package io.fencepost.internal;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
 
@@ -100,6 +103,32 @@ class KeyWindowTest {
     add(w, "b", 2);
     assertTrue(has(c, "a"));
     assertFalse(has(c, "b"));
+  }
+
+  @Test
+  void aCopyOfAWrappedFullRingStaysAsItWasWhileTheOriginalEvictsAndExpires() {
+    KeyWindow w = new KeyWindow(64, 1_000);
+    for (int i = 0; i < 100; i++) {          // wraps the ring: 36 evicted, head mid-array
+      w.add(i * 0x9E3779B97F4A7C15L, i, i);
+    }
+    List<long[]> before = new ArrayList<>();
+    w.forEach((hi, lo, at) -> before.add(new long[] {hi, lo, at}));
+    KeyWindow c = w.copy();
+    for (int i = 100; i < 140; i++) {        // the original evicts 40 more of the copied keys
+      w.add(i * 0x9E3779B97F4A7C15L, i, i);
+    }
+    w.expire(1_120);                         // and expires some by age
+    List<long[]> after = new ArrayList<>();
+    c.forEach((hi, lo, at) -> after.add(new long[] {hi, lo, at}));
+    assertEquals(before.size(), after.size());
+    for (int i = 0; i < before.size(); i++) {
+      assertArrayEquals(before.get(i), after.get(i), "key " + i + " of the copy");
+      assertTrue(c.contains(before.get(i)[0], before.get(i)[1]), "the copy's index finds key " + i);
+    }
+    assertFalse(c.contains(139 * 0x9E3779B97F4A7C15L, 139), "nothing added to the original reaches the copy");
+    c.add(7, 7, 200);                        // and the copy takes keys of its own
+    assertTrue(c.contains(7, 7));
+    assertFalse(w.contains(7, 7));
   }
 
   @Test
