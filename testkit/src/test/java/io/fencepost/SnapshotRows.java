@@ -1,11 +1,8 @@
 package io.fencepost;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 
+import io.fencepost.jdbc.JournalCompaction;
 import io.fencepost.jdbc.JournalDatabase;
 
 /**
@@ -31,13 +28,7 @@ final class SnapshotRows {
     }
   }
 
-  private static long newest(JournalDatabase db, String persistenceId) throws SQLException {
-    try (Connection c = db.connect();
-        PreparedStatement s = c.prepareStatement("SELECT MAX(sequence_number) FROM snapshot WHERE persistence_id = ?")) {
-      s.setString(1, persistenceId);
-      try (ResultSet r = s.executeQuery()) {
-        return r.next() ? r.getLong(1) : 0;
-      }
-    }
+  private static long newest(JournalDatabase db, String persistenceId) {
+    return JournalCompaction.newestSnapshot(db, persistenceId);
   }
 }

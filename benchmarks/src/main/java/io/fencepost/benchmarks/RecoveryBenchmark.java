@@ -16,6 +16,7 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
+import io.fencepost.jdbc.JournalCompaction;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.Postgres;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -121,16 +122,7 @@ public final class RecoveryBenchmark {
 
   private static void awaitSnapshot(JournalDatabase db, PartitionId id, long sequenceNr) throws Exception {
     long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-    while (true) {
-      try (java.sql.Connection c = db.connect(); java.sql.PreparedStatement q = c.prepareStatement(
-          "SELECT MAX(sequence_number) FROM snapshot WHERE persistence_id = ?")) {
-        q.setString(1, id.persistenceId());
-        try (java.sql.ResultSet r = q.executeQuery()) {
-          if (r.next() && r.getLong(1) >= sequenceNr) {
-            return;
-          }
-        }
-      }
+    while (JournalCompaction.newestSnapshot(db, id.persistenceId()) < sequenceNr) {
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException("the snapshot at " + sequenceNr + " was not stored within 2 minutes");
       }

@@ -128,6 +128,16 @@ public final class JournalCompaction {
     }
   }
 
+  /** The sequence number of the newest snapshot of {@code persistenceId}; 0 when it has none. */
+  public static long newestSnapshot(JournalDatabase db, String persistenceId) {
+    try (Connection c = db.connect()) {
+      return snapshotSequenceNr(c, persistenceId);
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read the snapshots of [" + persistenceId + "] on [" + db.jdbcUrl()
+          + "]: " + e.getMessage(), e);
+    }
+  }
+
   private static long snapshotSequenceNr(Connection c, String persistenceId) throws SQLException {
     try (PreparedStatement st = c.prepareStatement(
         "SELECT MAX(sequence_number) FROM snapshot WHERE persistence_id = ?")) {

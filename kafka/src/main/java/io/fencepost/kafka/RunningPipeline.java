@@ -96,7 +96,7 @@ final class RunningPipeline<V> implements Pipeline {
     Properties adminProps = new Properties();
     adminProps.putAll(settings.commonKafkaClients());
     consumerProps.forEach((k, v) -> {
-      if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")) {
+      if (LogProbe.isSecuritySetting(k)) {
         adminProps.put(k, v);
       }
     });

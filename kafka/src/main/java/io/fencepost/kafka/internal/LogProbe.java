@@ -35,8 +35,7 @@ public final class LogProbe implements AutoCloseable {
   public LogProbe(String bootstrap, Map<String, String> consumerSettings) {
     Properties p = new Properties();
     consumerSettings.forEach((k, v) -> {
-      if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")
-          || k.equals(ConsumerConfig.ISOLATION_LEVEL_CONFIG) || k.equals(ConsumerConfig.CLIENT_DNS_LOOKUP_CONFIG)) {
+      if (isSecuritySetting(k) || k.equals(ConsumerConfig.ISOLATION_LEVEL_CONFIG) || k.equals(ConsumerConfig.CLIENT_DNS_LOOKUP_CONFIG)) {
         p.put(k, v);
       }
     });
@@ -46,6 +45,11 @@ public final class LogProbe implements AutoCloseable {
     p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     p.put(ConsumerConfig.CLIENT_ID_CONFIG, "fencepost-log-probe-" + System.identityHashCode(this));
     this.consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+  }
+
+  /** Whether a client property is part of how a client connects securely ({@code security.*}, {@code sasl.*}, {@code ssl.*}). */
+  public static boolean isSecuritySetting(String key) {
+    return key.startsWith("security.") || key.startsWith("sasl.") || key.startsWith("ssl.");
   }
 
   /**
