@@ -1,5 +1,6 @@
 package io.fencepost.testkit;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -38,12 +39,15 @@ public final class FreePorts {
         }
       }
     }
-    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      socket.setReuseAddress(true);
-      GIVEN.add(socket.getLocalPort());
-      return socket.getLocalPort();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot find a free loopback port", e);
+    for (int attempt = 0; ; attempt++) {
+      try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+        // The system can hand out a port it just freed again: never the same one twice.
+        if (GIVEN.add(socket.getLocalPort()) || attempt >= 100) {
+          return socket.getLocalPort();
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot find a free loopback port", e);
+      }
     }
   }
 
@@ -60,8 +64,11 @@ public final class FreePorts {
   /** The first port of the ephemeral range (Linux), or 32768 where it cannot be read. */
   private static int ephemeralStart() {
     try {
-      String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
-      return Integer.parseInt(range.split("\\s+")[0]);
+      // Read by line: /proc files report size 0, and Files.readString then returns a truncated value.
+      try (BufferedReader in = Files.newBufferedReader(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))) {
+        int start = Integer.parseInt(in.readLine().trim().split("\\s+")[0]);
+        return start >= 1_024 ? start : 32_768;
+      }
     } catch (IOException | RuntimeException e) {
       return 32_768;
     }
