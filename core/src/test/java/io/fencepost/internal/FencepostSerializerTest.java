@@ -20,6 +20,9 @@ class FencepostSerializerTest {
   record Credited(String merchant, long cents) implements JacksonSerializable {
   }
 
+  record Refunded(String merchant, long cents) implements JacksonSerializable {
+  }
+
   private static final ActorTestKit kit = ActorTestKit.create();
 
   @AfterAll
@@ -42,6 +45,36 @@ class FencepostSerializerTest {
         List.of("k7"), List.of(new io.fencepost.OutboxRecord("out", java.util.Optional.of("m1"), new byte[] {1, 2}),
             new io.fencepost.OutboxRecord("out", java.util.Optional.empty(), new byte[0])),
         List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")), new long[0]);
+  }
+
+  /**
+   * The batch the committed fixture batch-B6.bin holds (written by the B6 format, the last before
+   * the batch frame): two event classes interleaved, a replayed dead letter, two outbox topics.
+   */
+  private static BatchEvent sampleBatchWithReplays() {
+    return new BatchEvent("inc-6", 10, 13, 1234L,
+        List.of(new Credited("m1", 5), new Refunded("m1", 2), new Credited("m2", 7)),
+        new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true, 4)),
+        List.of("k7"), List.of(new io.fencepost.OutboxRecord("out", java.util.Optional.of("m1"), new byte[] {1, 2}),
+            new io.fencepost.OutboxRecord("audit", java.util.Optional.empty(), new byte[0]),
+            new io.fencepost.OutboxRecord("out", java.util.Optional.of("m2"), new byte[] {3})),
+        List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")), new long[] {4, 9});
+  }
+
+  /**
+   * Writes the fixtures of the current formats into the directory named by the system property:
+   * run on the code of a format before replacing it, and commit the files.
+   */
+  @Test
+  @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "fencepost.write-serializer-fixtures", matches = ".+")
+  void writeTheFixtures() throws Exception {
+    java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("fencepost.write-serializer-fixtures"));
+    Serialization s = SerializationExtension.get(kit.system());
+    for (Object o : List.of(sampleBatchWithReplays(), sampleState())) {
+      var serializer = s.findSerializerFor(o);
+      java.nio.file.Files.write(dir.resolve((o instanceof BatchEvent ? "batch-" : "state-")
+          + Serializers.manifestFor(serializer, o) + ".bin"), serializer.toBinary(o));
+    }
   }
 
   private static Object fixture(String name, String manifest) throws java.io.IOException {

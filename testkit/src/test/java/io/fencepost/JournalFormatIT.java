@@ -1,0 +1,267 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.internal.BatchEvent;
+import io.fencepost.jdbc.JournalCompaction;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.testkit.Postgres;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
+import org.apache.pekko.persistence.query.EventEnvelope;
+import org.apache.pekko.persistence.query.PersistenceQuery;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+
+/**
+ * A journal written by an earlier journal format, committed as rows of {@code event_journal} and
+ * {@code snapshot} ({@code journal-fixtures/journal-B6.tsv}), is recovered exactly by today's code:
+ * the same next offset and counts, every credit once, its business keys still dropping re-sends,
+ * and new batches written beside the old ones in today's format recover too.
+ *
+ * <p>The fixture was written by the B6 batch format and S6 snapshot format, with
+ * {@link #writeTheFixture()}: run it with {@code -Dfencepost.write-journal-fixture=<file>} on the
+ * code of the format to capture, before changing the format, and commit the file.
+ */
+@Tag("integration")
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class JournalFormatIT {
+
+  /** The fixture's partition; its persistence id is in the committed rows. */
+  private static final PartitionId PARTITION = new PartitionId("journal-format", "payments", 0);
+  private static final String SCOPE = "journal-format";
+  private static final String[] JOURNAL_COLUMNS = {"persistence_id", "sequence_number", "deleted", "writer",
+      "write_timestamp", "adapter_manifest", "event_ser_id", "event_ser_manifest", "event_payload"};
+  private static final String[] SNAPSHOT_COLUMNS = {"persistence_id", "sequence_number", "created",
+      "snapshot_ser_id", "snapshot_ser_manifest", "snapshot_payload"};
+
+  private static JournalDatabase postgres;
+
+  @BeforeAll
+  static void createDatabase() {
+    postgres = Postgres.shared().createDatabase("journal_format_it");
+    postgres.installSchema();
+  }
+
+  @AfterAll
+  static void dropDatabase() {
+    Postgres.shared().dropDatabase(postgres);
+  }
+
+  private static ActorTestKit node(String name) {
+    return ActorTestKit.create(name, postgres.pekkoConfig().withFallback(ConfigFactory.load()));
+  }
+
+  private static ActorRef<PartitionCommand> spawn(ActorTestKit kit) {
+    PartitionActorSettings settings = PartitionActorSettings.create(kit.system()).withSnapshotEvery(3)
+        .withFailureBackoff(Duration.ofMillis(50), Duration.ofMillis(200));
+    return kit.spawn(PartitionActor.behavior(PARTITION, settings, ctx -> new TestLedger(ctx, SCOPE)));
+  }
+
+  private static BatchOutcome.Applied apply(ActorTestKit kit, ActorRef<PartitionCommand> actor, long from,
+      String... paymentIds) {
+    List<Inbound<?>> records = new ArrayList<>();
+    for (String id : paymentIds) {
+      records.add(TestLedger.payment(PARTITION, from++, id));
+    }
+    TestProbe<BatchOutcome> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.ApplyBatch(records, probe.ref()));
+    return assertInstanceOf(BatchOutcome.Applied.class,
+        probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(30)));
+  }
+
+  private static PartitionStatus status(ActorTestKit kit, ActorRef<PartitionCommand> actor) {
+    TestProbe<PartitionStatus> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
+    return probe.expectMessageClass(PartitionStatus.class, Duration.ofSeconds(30));
+  }
+
+  @Test
+  void aJournalWrittenByTheB6FormatIsRecoveredExactlyAndGoesOnInTodaysFormat() throws Exception {
+    int rows = load("journal-B6.tsv");
+    assertEquals(5, rows, "4 journal rows and 1 snapshot row in the fixture");
+    assertEquals(3, JournalCompaction.newestSnapshot(postgres, PARTITION.persistenceId()),
+        "recovery starts from the S6 snapshot at 3 and replays the B6 event at 4");
+
+    ActorTestKit first = node("format1");
+    try {
+      ActorRef<PartitionCommand> actor = spawn(first);
+      PartitionStatus recovered = status(first, actor);
+      assertEquals(11, recovered.nextOffset().getAsLong());
+      assertEquals(10, recovered.appliedRecords());
+      assertEquals(1, recovered.droppedByKey());
+      assertEquals(10, recovered.windowKeys());
+
+      // Re-sends of keys journaled in the old format: pay-2 is in the snapshot's window, pay-10 in the
+      // event after it. Both are dropped; a new key is applied.
+      BatchOutcome.Applied resent = apply(first, actor, 11, "pay-2", "pay-10", "pay-13");
+      assertEquals(new BatchOutcome.Applied(PARTITION, 14, 1, 0, 2, true), resent);
+      // Redelivery of old offsets is dropped by the stored offset.
+      BatchOutcome.Applied redelivered = apply(first, actor, 5, "pay-5", "pay-1");
+      assertEquals(new BatchOutcome.Applied(PARTITION, 14, 0, 2, 0, false), redelivered);
+      assertEquals(expectedCredits(13), creditsPerOffset(first));
+    } finally {
+      first.shutdownTestKit();
+    }
+
+    // A journal holding both formats recovers.
+    ActorTestKit second = node("format2");
+    try {
+      ActorRef<PartitionCommand> actor = spawn(second);
+      PartitionStatus recovered = status(second, actor);
+      assertEquals(14, recovered.nextOffset().getAsLong());
+      assertEquals(11, recovered.appliedRecords());
+      assertEquals(3, recovered.droppedByKey());
+      BatchOutcome.Applied again = apply(second, actor, 14, "pay-13", "pay-3", "pay-15");
+      assertEquals(new BatchOutcome.Applied(PARTITION, 17, 1, 0, 2, true), again);
+      Map<Long, Integer> expected = expectedCredits(13);
+      expected.put(16L, 1);
+      assertEquals(expected, creditsPerOffset(second));
+    } finally {
+      second.shutdownTestKit();
+    }
+  }
+
+  /** Offsets 0..10 but 6 (pay-1 re-sent, dropped by key), and {@code extra}, once each. */
+  private static Map<Long, Integer> expectedCredits(long extra) {
+    Map<Long, Integer> out = new TreeMap<>();
+    for (long o = 0; o <= 10; o++) {
+      if (o != 6) {
+        out.put(o, 1);
+      }
+    }
+    out.put(extra, 1);
+    return out;
+  }
+
+  /** Credits per offset, read from the journal (not from the actor's state). */
+  private static Map<Long, Integer> creditsPerOffset(ActorTestKit kit) throws Exception {
+    JdbcReadJournal journal = PersistenceQuery.get(kit.system())
+        .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+    List<EventEnvelope> envelopes = journal.currentEventsByPersistenceId(PARTITION.persistenceId(), 0, Long.MAX_VALUE)
+        .runFold(new ArrayList<EventEnvelope>(), (acc, e) -> {
+          acc.add(e);
+          return acc;
+        }, kit.system()).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    Map<Long, Integer> out = new TreeMap<>();
+    for (EventEnvelope env : envelopes) {
+      for (Object e : ((BatchEvent) env.event()).events()) {
+        out.merge(((TestLedger.Credited) e).offset(), 1, Integer::sum);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Writes the fixture with the code it runs on: 4 batches (one with a business key re-sent), a
+   * snapshot at 3 (snapshot-every 3), then dumps the partition's rows.
+   */
+  @Test
+  @EnabledIfSystemProperty(named = "fencepost.write-journal-fixture", matches = ".+")
+  void writeTheFixture() throws Exception {
+    ActorTestKit kit = node("writer");
+    try {
+      ActorRef<PartitionCommand> actor = spawn(kit);
+      apply(kit, actor, 0, "pay-0", "pay-1", "pay-2", "pay-3");
+      apply(kit, actor, 4, "pay-4", "pay-5", "pay-1");
+      apply(kit, actor, 7, "pay-7", "pay-8");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (JournalCompaction.newestSnapshot(postgres, PARTITION.persistenceId()) < 3) {
+        if (System.nanoTime() > deadline) {
+          throw new AssertionError("no snapshot at 3 within 30 s");
+        }
+        Thread.sleep(20);
+      }
+      apply(kit, actor, 9, "pay-9", "pay-10");
+    } finally {
+      kit.shutdownTestKit();
+    }
+    StringBuilder out = new StringBuilder();
+    try (Connection c = postgres.connect()) {
+      dump(c, "event_journal", JOURNAL_COLUMNS, out);
+      dump(c, "snapshot", SNAPSHOT_COLUMNS, out);
+    }
+    Files.writeString(Path.of(System.getProperty("fencepost.write-journal-fixture")), out);
+  }
+
+  private static void dump(Connection c, String table, String[] columns, StringBuilder out) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("SELECT " + String.join(", ", columns) + " FROM " + table
+        + " WHERE persistence_id = ? ORDER BY sequence_number")) {
+      st.setString(1, PARTITION.persistenceId());
+      try (ResultSet rs = st.executeQuery()) {
+        while (rs.next()) {
+          out.append(table);
+          for (String column : columns) {
+            Object value = rs.getObject(column);
+            out.append('\t').append(value instanceof byte[] b ? Base64.getEncoder().encodeToString(b)
+                : value == null ? "\\N" : value.toString());
+          }
+          out.append('\n');
+        }
+      }
+    }
+  }
+
+  /** Inserts the fixture's rows; the number of rows. */
+  private static int load(String resource) throws IOException, SQLException {
+    List<String> lines;
+    try (InputStream in = JournalFormatIT.class.getResourceAsStream("/journal-fixtures/" + resource)) {
+      lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).lines().toList();
+    }
+    int rows = 0;
+    try (Connection c = postgres.connect()) {
+      for (String line : lines) {
+        String[] f = line.split("\t", -1);
+        boolean journal = f[0].equals("event_journal");
+        String[] columns = journal ? JOURNAL_COLUMNS : SNAPSHOT_COLUMNS;
+        try (PreparedStatement st = c.prepareStatement("INSERT INTO " + f[0] + " (" + String.join(", ", columns)
+            + ") VALUES (" + "?, ".repeat(columns.length - 1) + "?)")) {
+          for (int i = 0; i < columns.length; i++) {
+            String v = f[i + 1];
+            String column = columns[i];
+            if (v.equals("\\N")) {
+              st.setObject(i + 1, null);
+            } else if (column.endsWith("payload")) {
+              st.setBytes(i + 1, Base64.getDecoder().decode(v));
+            } else if (column.equals("deleted")) {
+              st.setBoolean(i + 1, Boolean.parseBoolean(v));
+            } else if (column.endsWith("_ser_id")) {
+              st.setInt(i + 1, Integer.parseInt(v));
+            } else if (column.equals("sequence_number") || column.equals("write_timestamp") || column.equals("created")) {
+              st.setLong(i + 1, Long.parseLong(v));
+            } else {
+              st.setString(i + 1, v);
+            }
+          }
+          rows += st.executeUpdate();
+        }
+      }
+    }
+    return rows;
+  }
+}
