@@ -38,7 +38,7 @@ public abstract class BinarySerializer extends SerializerWithStringManifest {
   }
 
   @Override
-  public final byte[] toBinary(Object o) {
+  public byte[] toBinary(Object o) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       write(out, o);
@@ -48,14 +48,19 @@ public abstract class BinarySerializer extends SerializerWithStringManifest {
     return bytes.toByteArray();
   }
 
+  /** The failure for a payload that cannot be read under its manifest. */
+  protected final UncheckedIOException corrupt(byte[] bytes, String manifest, IOException e) {
+    return new UncheckedIOException("corrupt " + what + " payload of " + bytes.length + " bytes, manifest ["
+        + manifest + "]", e);
+  }
+
   @Override
-  public final Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
+  public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
     Object result;
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
       result = read(in, manifest);
     } catch (IOException e) {
-      throw new UncheckedIOException("corrupt " + what + " payload of " + bytes.length + " bytes, manifest ["
-          + manifest + "]", e);
+      throw corrupt(bytes, manifest, e);
     }
     if (result == null) {
       throw new NotSerializableException("unknown " + what + " manifest [" + manifest

@@ -18,8 +18,16 @@ public record DeadLetterEntry(long offset, String key, String errorClass, String
     this(offset, key, errorClass, errorMessage, attempts, parked, parksKey, -1);
   }
 
+  /** The longest error message journaled, in characters; a longer one is cut and ends in "...". */
+  static final int MAX_MESSAGE = 4000;
+
   public DeadLetterEntry {
     key = key == null ? "" : key;
     errorMessage = errorMessage == null ? "" : errorMessage;
+  }
+
+  /** The error message as journaled: at most {@link #MAX_MESSAGE} characters and "...". */
+  String journaledMessage() {
+    return errorMessage.length() > MAX_MESSAGE ? errorMessage.substring(0, MAX_MESSAGE) + "..." : errorMessage;
   }
 }

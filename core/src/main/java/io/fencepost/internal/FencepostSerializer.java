@@ -13,8 +13,9 @@ import org.apache.pekko.actor.ExtendedActorSystem;
  * Binary serializer for Fencepost's journal event ({@link BatchEvent}) and snapshot
  * ({@link PartitionState}). The user's events and state inside them are serialized by whatever
  * serializer the application binds to their classes (e.g. {@code jackson-cbor}), so this format
- * never needs to know user types. Versioned by manifest ({@code B1}..{@code B6}, {@code S1}..{@code S6}):
- * older versions are still read.
+ * never needs to know user types. Versioned by manifest ({@code B1}..{@code B7}, {@code S1}..{@code S6}):
+ * older versions are still read. Batches are written as {@link BatchFrame}s ({@code B7}), or as
+ * {@code B6} while {@code fencepost.serialization.batch-format = 6} (a rolling upgrade's first step).
  */
 public final class FencepostSerializer extends BinarySerializer {
 
@@ -30,6 +31,9 @@ public final class FencepostSerializer extends BinarySerializer {
   private static final String BATCH_V5 = "B5";
   // B6/S6: which dead letters may still be replayed (ReplayLedger).
   private static final String BATCH_V6 = "B6";
+  // B7: one frame per batch, each event class's serializer and manifest once (BatchFrame).
+  private static final String BATCH_V7 = "B7";
+  static final String BATCH_FORMAT_KEY = "fencepost.serialization.batch-format";
   private static final String STATE_V1 = "S1";
   private static final String STATE_V2 = "S2";
   private static final String STATE_V3 = "S3";
@@ -37,8 +41,17 @@ public final class FencepostSerializer extends BinarySerializer {
   private static final String STATE_V5 = "S5";
   private static final String STATE_V6 = "S6";
 
+  private final BatchFrame frame = new BatchFrame(nested);
+  private final boolean writeFrames;
+
   public FencepostSerializer(ExtendedActorSystem system) {
     super(system, "Fencepost journal");
+    int format = system.settings().config().getInt(BATCH_FORMAT_KEY);
+    if (format != 6 && format != 7) {
+      throw new io.fencepost.errors.SettingsException(BATCH_FORMAT_KEY, format,
+          "must be 7 (the batch frame), or 6 while nodes of a version before the frame still run");
+    }
+    this.writeFrames = format == 7;
   }
 
   @Override
@@ -49,12 +62,32 @@ public final class FencepostSerializer extends BinarySerializer {
   @Override
   public String manifest(Object o) {
     if (o instanceof BatchEvent) {
-      return BATCH_V6;
+      return writeFrames ? BATCH_V7 : BATCH_V6;
     }
     if (o instanceof PartitionState) {
       return STATE_V6;
     }
     throw cannotSerialize(o);
+  }
+
+  @Override
+  public byte[] toBinary(Object o) {
+    if (writeFrames && o instanceof BatchEvent e) {
+      return frame.write(e);
+    }
+    return super.toBinary(o);
+  }
+
+  @Override
+  public Object fromBinary(byte[] bytes, String manifest) throws java.io.NotSerializableException {
+    if (BATCH_V7.equals(manifest)) {
+      try {
+        return frame.read(bytes);
+      } catch (IOException e) {
+        throw corrupt(bytes, manifest, e);
+      }
+    }
+    return super.fromBinary(bytes, manifest);
   }
 
   @Override
@@ -108,7 +141,7 @@ public final class FencepostSerializer extends BinarySerializer {
       out.writeLong(dead.offset());
       writeLongString(out, dead.key());
       out.writeUTF(dead.errorClass());
-      out.writeUTF(truncate(dead.errorMessage()));
+      out.writeUTF(dead.journaledMessage());
       out.writeInt(dead.attempts());
       out.writeBoolean(dead.parked());
       out.writeBoolean(dead.parksKey());
@@ -178,10 +211,6 @@ public final class FencepostSerializer extends BinarySerializer {
     byte[] b = new byte[in.readInt()];
     in.readFully(b);
     return new String(b, java.nio.charset.StandardCharsets.UTF_8);
-  }
-
-  private static String truncate(String s) {
-    return s.length() > 4000 ? s.substring(0, 4000) + "..." : s;
   }
 
   private BatchEvent readBatch(DataInputStream in, int version) throws IOException {

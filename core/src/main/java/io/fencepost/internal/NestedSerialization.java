@@ -7,6 +7,8 @@ import java.io.IOException;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.serialization.Serialization;
 import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializer;
+import org.apache.pekko.serialization.SerializerWithStringManifest;
 import org.apache.pekko.serialization.Serializers;
 
 /**
@@ -46,6 +48,42 @@ public final class NestedSerialization {
     String manifest = in.readUTF();
     byte[] payload = new byte[in.readInt()];
     in.readFully(payload);
+    return deserialize(payload, id, manifest);
+  }
+
+  /**
+   * How objects of one class are written: the serializer bound to it and its manifest, resolved
+   * once. {@code byClass} says the manifest depends on the class alone (Pekko's Jackson serializers,
+   * and every serializer without a string manifest), so it holds for every object of the class;
+   * otherwise the serializer may give each object its own manifest, which must be asked each time.
+   */
+  public record Encoding(Class<?> type, Serializer serializer, String manifest, boolean byClass) {
+
+    public int id() {
+      return serializer.identifier();
+    }
+  }
+
+  /** The encoding of {@code o}'s class (of {@code o} itself when not {@link Encoding#byClass}). */
+  public Encoding encodingOf(Object o) {
+    Serializer serializer = serialization().findSerializerFor(o);
+    return new Encoding(o.getClass(), serializer, Serializers.manifestFor(serializer, o), manifestByClass(serializer));
+  }
+
+  private static boolean manifestByClass(Serializer serializer) {
+    if (!(serializer instanceof SerializerWithStringManifest)) {
+      return true;   // Pekko writes the class name as the manifest, when it writes one at all
+    }
+    for (Class<?> c = serializer.getClass(); c != null; c = c.getSuperclass()) {
+      if (c.getName().equals("org.apache.pekko.serialization.jackson.JacksonSerializer")) {
+        return true;   // the class name, and the class's migration version
+      }
+    }
+    return false;
+  }
+
+  /** Reads one object written by the serializer {@code id} under {@code manifest}. */
+  public Object deserialize(byte[] payload, int id, String manifest) {
     scala.util.Try<Object> read = serialization().deserialize(payload, id, manifest);
     if (read.isFailure()) {
       Throwable e = read.failed().get();

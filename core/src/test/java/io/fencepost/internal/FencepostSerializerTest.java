@@ -110,6 +110,148 @@ class FencepostSerializerTest {
   }
 
   @Test
+  void aBatchWrittenByTheB6FormatIsStillReadExactly() throws Exception {
+    assertSameBatch(sampleBatchWithReplays(), (BatchEvent) fixture("batch-B6.bin", "B6"));
+  }
+
+  @Test
+  void aBatchIsOneFrameWithEachEventClassNamedOnce() {
+    BatchEvent e = sampleBatchWithReplays();
+    Serialization s = SerializationExtension.get(kit.system());
+    var serializer = s.findSerializerFor(e);
+    assertEquals("B7", Serializers.manifestFor(serializer, e));
+    byte[] bytes = serializer.toBinary(e);
+    String text = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+    assertEquals(1, occurrences(text, Credited.class.getName()), "two Credited events, one class table entry");
+    assertEquals(1, occurrences(text, Refunded.class.getName()));
+    assertEquals(1, occurrences(text, "audit"));
+    assertEquals(1, occurrences(text, "out"), "two records to topic out, one topic table entry");
+    assertSameBatch(e, (BatchEvent) s.deserialize(bytes, serializer.identifier(), "B7").get());
+    assertEquals(List.of(new Credited("m1", 5), new Refunded("m1", 2), new Credited("m2", 7)),
+        ((BatchEvent) s.deserialize(bytes, serializer.identifier(), "B7").get()).events(), "in their order");
+  }
+
+  @Test
+  void talliesLargerThanTheFrameRoundTrip() {
+    BatchEvent e = new BatchEvent("i", 5_000_000_000L, 5_000_000_000L, 1L, List.of(), new long[0], 1_000_000, 70_000,
+        List.of(new DeadLetterEntry(-1, "", "X", "", 200_000, true, false, -1)), List.of(), List.of(), List.of(),
+        new long[0]);
+    BatchEvent back = (BatchEvent) roundTrip(e);
+    assertEquals(List.of(1_000_000, 70_000, 5_000_000_000L), List.of(back.applied(), back.droppedByKey(), back.nextOffset()));
+    assertEquals(e.deadLetters(), back.deadLetters());
+  }
+
+  private static int occurrences(String text, String part) {
+    int n = 0;
+    for (int i = text.indexOf(part); i >= 0; i = text.indexOf(part, i + 1)) {
+      n++;
+    }
+    return n;
+  }
+
+  @Test
+  void aSerializerWhoseManifestDependsOnTheObjectIsAskedForEachEvent() {
+    ActorTestKit tagged = ActorTestKit.create("tagged", com.typesafe.config.ConfigFactory.parseString(
+        "pekko.actor.serializers.tagged = \"" + TaggedSerializer.class.getName() + "\"\n"
+            + "pekko.actor.serialization-bindings { \"" + Tagged.class.getName() + "\" = tagged }")
+        .withFallback(com.typesafe.config.ConfigFactory.load()));
+    try {
+      List<Object> events = List.of(new Tagged("a", "1"), new Tagged("b", "2"), new Tagged("a", "3"),
+          new Credited("m", 1), new Tagged("c", "4"));
+      BatchEvent e = new BatchEvent("inc", 0, 5, 1L, events, new long[0], 5, 0);
+      Serialization s = SerializationExtension.get(tagged.system());
+      var serializer = s.findSerializerFor(e);
+      byte[] bytes = serializer.toBinary(e);
+      String text = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+      assertEquals(1, occurrences(text, "tag:a"), "one table entry per distinct manifest");
+      assertEquals(events, ((BatchEvent) s.deserialize(bytes, serializer.identifier(), "B7").get()).events());
+    } finally {
+      tagged.shutdownTestKit();
+    }
+  }
+
+  /** An event whose serializer's manifest is its tag: one class, several manifests. */
+  record Tagged(String tag, String value) {
+  }
+
+  /** Writes a {@link Tagged}'s value; its tag travels in the manifest. */
+  public static final class TaggedSerializer extends org.apache.pekko.serialization.SerializerWithStringManifest {
+    @Override
+    public int identifier() {
+      return 741_199;
+    }
+
+    @Override
+    public String manifest(Object o) {
+      return "tag:" + ((Tagged) o).tag();
+    }
+
+    @Override
+    public byte[] toBinary(Object o) {
+      return ((Tagged) o).value().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public Object fromBinary(byte[] bytes, String manifest) {
+      return new Tagged(manifest.substring(4), new String(bytes, java.nio.charset.StandardCharsets.UTF_8));
+    }
+  }
+
+  @Test
+  void batchFormat6KeepsWritingTheFormatBeforeTheFrame() {
+    ActorTestKit old = ActorTestKit.create("format6", com.typesafe.config.ConfigFactory.parseString(
+        "fencepost.serialization.batch-format = 6").withFallback(com.typesafe.config.ConfigFactory.load()));
+    try {
+      Serialization s = SerializationExtension.get(old.system());
+      BatchEvent e = sampleBatchWithReplays();
+      var serializer = s.findSerializerFor(e);
+      assertEquals("B6", Serializers.manifestFor(serializer, e));
+      byte[] bytes = serializer.toBinary(e);
+      assertSameBatch(e, (BatchEvent) s.deserialize(bytes, serializer.identifier(), "B6").get());
+      byte[] fixture;
+      try (var in = FencepostSerializerTest.class.getResourceAsStream("/journal-fixtures/batch-B6.bin")) {
+        fixture = in.readAllBytes();
+      }
+      assertArrayEquals(fixture, bytes, "byte for byte what the version before the frame wrote");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    } finally {
+      old.shutdownTestKit();
+    }
+  }
+
+  @Test
+  void anUnknownBatchFormatIsRefusedNamingTheKey() {
+    Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class, () -> {
+      ActorTestKit bad = ActorTestKit.create("format5", com.typesafe.config.ConfigFactory.parseString(
+          "fencepost.serialization.batch-format = 5").withFallback(com.typesafe.config.ConfigFactory.load()));
+      try {
+        SerializationExtension.get(bad.system()).findSerializerFor(sampleBatch());
+      } finally {
+        bad.shutdownTestKit();
+      }
+    });
+    Throwable cause = e;
+    while (cause != null && !(cause instanceof io.fencepost.errors.SettingsException)) {
+      cause = cause.getCause();
+    }
+    assertTrue(cause != null && cause.getMessage().contains("fencepost.serialization.batch-format"), String.valueOf(e));
+  }
+
+  @Test
+  void aTruncatedOrPaddedFrameIsReportedCorruptWithItsSize() {
+    Serialization s = SerializationExtension.get(kit.system());
+    byte[] bytes = s.findSerializerFor(sampleBatch()).toBinary(sampleBatch());
+    for (byte[] broken : List.of(java.util.Arrays.copyOf(bytes, bytes.length - 3),
+        java.util.Arrays.copyOf(bytes, bytes.length + 1))) {
+      Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class,
+          () -> s.deserialize(broken, FencepostSerializer.IDENTIFIER, "B7").get());
+      assertTrue(e.getMessage().startsWith("corrupt Fencepost journal payload of " + broken.length
+          + " bytes, manifest [B7]"), e.getMessage());
+    }
+  }
+
+  @Test
   void replaysAndTheDeadLetterAReplayReplacesRoundTrip() {
     BatchEvent e = new BatchEvent("inc", 0, 9, 1L, List.of(), new long[0], 1, 0,
         List.of(new DeadLetterEntry(8, "k", "java.lang.X", "again", 1, false, false, 3)), List.of(), List.of(),
@@ -165,6 +307,7 @@ class FencepostSerializerTest {
     assertEquals(List.of("k7"), back.unparked());
     assertEquals(e.outbox(), back.outbox());
     assertEquals(e.calls(), back.calls());
+    assertArrayEquals(e.replayed(), back.replayed());
   }
 
   /** The state the committed fixture state-S4.bin holds. */
@@ -181,6 +324,12 @@ class FencepostSerializerTest {
   @SuppressWarnings("unchecked")
   void stateRoundTripsWithItsWindowInInsertionOrder() {
     assertSameState(sampleState(), (PartitionState<Credited>) roundTrip(sampleState()));
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void aStateWrittenByTheS6FormatIsStillReadExactly() throws Exception {
+    assertSameState(sampleState(), (PartitionState<Credited>) fixture("state-S6.bin", "S6"));
   }
 
   @Test
