@@ -46,7 +46,13 @@ final class BatchSelector<V> {
   /** The records of a batch after dropping redeliveries, key duplicates and dead letters. */
   static final class Selection<V> {
     final List<Inbound<V>> fresh = new ArrayList<>();
-    final List<Long> freshDigests = new ArrayList<>();
+    /** The fresh records' key digests as (high, low) pairs; {@link #freshDigestCount} longs are used. */
+    private long[] freshDigests;
+    private int freshDigestCount;
+
+    Selection(int records) {
+      freshDigests = new long[Math.max(2, records * 2)];
+    }
     final List<DeadLetterEntry> deadLetters = new ArrayList<>();
     final List<String> unparked = new ArrayList<>();
     final List<Long> toPark = new ArrayList<>();
@@ -57,6 +63,19 @@ final class BatchSelector<V> {
     long nextOffset;
     int droppedRedelivery;
     int droppedByKey;
+
+    void addFreshDigest(long hi, long lo) {
+      if (freshDigestCount + 2 > freshDigests.length) {
+        freshDigests = java.util.Arrays.copyOf(freshDigests, freshDigests.length * 2);
+      }
+      freshDigests[freshDigestCount++] = hi;
+      freshDigests[freshDigestCount++] = lo;
+    }
+
+    /** The fresh records' key digests, exactly. */
+    long[] freshDigests() {
+      return java.util.Arrays.copyOf(freshDigests, freshDigestCount);
+    }
   }
 
   /**
@@ -89,7 +108,7 @@ final class BatchSelector<V> {
       }
       ordered = byOffset.values();
     }
-    Selection<V> sel = new Selection<>();
+    Selection<V> sel = new Selection<>(records.size());
     sel.nextOffset = state.nextOffset();
     Set<Digest> batchKeys = new HashSet<>(Math.max(16, records.size() * 2));
     Set<Long> batchReplays = new HashSet<>();
@@ -172,8 +191,7 @@ final class BatchSelector<V> {
               record.offset(), key.get());
           continue;
         }
-        sel.freshDigests.add(d.hi);
-        sel.freshDigests.add(d.lo);
+        sel.addFreshDigest(d.hi, d.lo);
       }
       if (replayOf >= 0) {
         sel.replayed.add(replayOf);

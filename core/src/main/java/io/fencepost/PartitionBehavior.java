@@ -530,7 +530,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       outbox.addAll(effects.outbox());
     }
     BatchEvent event = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), events,
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, outbox,
+        sel.freshDigests(), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, outbox,
         List.of(), toArray(sel.replayed));
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), outbox.size());
@@ -542,7 +542,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd, BatchSelector.Selection<V> sel) {
     BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
-        toArray(sel.freshDigests), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, List.of(),
+        sel.freshDigests(), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, List.of(),
         List.of(), toArray(sel.replayed));
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), 0);

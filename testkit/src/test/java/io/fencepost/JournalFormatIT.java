@@ -2,6 +2,7 @@ package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -125,6 +126,7 @@ class JournalFormatIT {
       BatchOutcome.Applied redelivered = apply(first, actor, 5, "pay-5", "pay-1");
       assertEquals(new BatchOutcome.Applied(PARTITION, 14, 0, 2, 0, false), redelivered);
       assertEquals(expectedCredits(13), creditsPerOffset(first));
+      assertEquals(List.of("B6", "B6", "B6", "B6", "B7"), manifests(), "the new entry in today's format");
     } finally {
       first.shutdownTestKit();
     }
@@ -142,9 +144,49 @@ class JournalFormatIT {
       Map<Long, Integer> expected = expectedCredits(13);
       expected.put(16L, 1);
       assertEquals(expected, creditsPerOffset(second));
+      assertEquals(List.of("B6", "B6", "B6", "B6", "B7", "B7"), manifests());
+
+      // A large frame is stored compressed: its random key digests come last, so PostgreSQL's pglz
+      // finds the events' repetition within the first KiB (a frame that began with them was stored raw).
+      String[] ids = new String[500];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = "pay-" + (1000 + i);
+      }
+      assertEquals(500, apply(second, actor, 17, ids).applied());
+      long[] sizes = storedAndRaw(7);
+      assertTrue(sizes[0] * 10 < sizes[1] * 6, "stored " + sizes[0] + " of " + sizes[1] + " bytes");
     } finally {
       second.shutdownTestKit();
     }
+  }
+
+  /** The stored (after compression) and raw size of the partition's entry {@code sequenceNr}. */
+  private static long[] storedAndRaw(long sequenceNr) throws SQLException {
+    try (Connection c = postgres.connect(); PreparedStatement st = c.prepareStatement("SELECT "
+        + "pg_column_size(event_payload), octet_length(event_payload) FROM event_journal "
+        + "WHERE persistence_id = ? AND sequence_number = ?")) {
+      st.setString(1, PARTITION.persistenceId());
+      st.setLong(2, sequenceNr);
+      try (ResultSet rs = st.executeQuery()) {
+        rs.next();
+        return new long[] {rs.getLong(1), rs.getLong(2)};
+      }
+    }
+  }
+
+  /** The manifests of the partition's journal entries, in order. */
+  private static List<String> manifests() throws SQLException {
+    List<String> out = new ArrayList<>();
+    try (Connection c = postgres.connect(); PreparedStatement st = c.prepareStatement(
+        "SELECT event_ser_manifest FROM event_journal WHERE persistence_id = ? ORDER BY sequence_number")) {
+      st.setString(1, PARTITION.persistenceId());
+      try (ResultSet rs = st.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getString(1));
+        }
+      }
+    }
+    return out;
   }
 
   /** Offsets 0..10 but 6 (pay-1 re-sent, dropped by key), and {@code extra}, once each. */

@@ -26,6 +26,11 @@ public record DeadLetterEntry(long offset, String key, String errorClass, String
     errorMessage = errorMessage == null ? "" : errorMessage;
   }
 
+  /** This entry with another error message. */
+  DeadLetterEntry withMessage(String message) {
+    return new DeadLetterEntry(offset, key, errorClass, message, attempts, parked, parksKey, replayOf);
+  }
+
   /** The error message as journaled: at most {@link #MAX_MESSAGE} characters and "...". */
   String journaledMessage() {
     return errorMessage.length() > MAX_MESSAGE ? errorMessage.substring(0, MAX_MESSAGE) + "..." : errorMessage;

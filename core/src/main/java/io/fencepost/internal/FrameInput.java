@@ -77,11 +77,26 @@ final class FrameInput {
 
   /** A count or length, checked against the bytes left (each element takes at least one byte). */
   int readCount() throws IOException {
+    return readCount(1);
+  }
+
+  /** A count of elements of at least {@code minBytes} each, checked against the bytes left. */
+  int readCount(int minBytes) throws IOException {
     long n = readVarLong();
-    if (n < 0 || n > buf.length - pos) {
-      throw new IOException("count " + n + " at byte " + pos + " exceeds the " + (buf.length - pos) + " bytes left");
+    if (n < 0 || n > (buf.length - pos) / minBytes) {
+      throw new IOException("count " + n + " at byte " + pos + " does not fit the " + (buf.length - pos)
+          + " bytes left");
     }
     return (int) n;
+  }
+
+  /** A byte that must be 0 (false) or 1 (true). */
+  boolean readBoolean() throws IOException {
+    int b = readByte();
+    if (b > 1) {
+      throw new IOException("byte " + b + " at " + (pos - 1) + " is not a boolean");
+    }
+    return b == 1;
   }
 
   byte[] readBytes() throws IOException {
@@ -91,10 +106,37 @@ final class FrameInput {
     return b;
   }
 
+  /** What {@link FrameOutput#writeString} wrote. */
   String readString() throws IOException {
     int n = readCount();
-    String s = new String(buf, pos, n, StandardCharsets.UTF_8);
-    pos += n;
-    return s;
+    int end = pos + n;
+    boolean ascii = true;
+    for (int i = pos; i < end && ascii; i++) {
+      ascii = buf[i] > 0;
+    }
+    if (ascii) {
+      String s = new String(buf, pos, n, StandardCharsets.ISO_8859_1);
+      pos = end;
+      return s;
+    }
+    char[] chars = new char[n];
+    int count = 0;
+    while (pos < end) {
+      int b = buf[pos] & 0xFF;
+      if (b >= 1 && b < 0x80) {
+        chars[count++] = (char) b;
+        pos++;
+      } else if ((b & 0xE0) == 0xC0 && pos + 1 < end && (buf[pos + 1] & 0xC0) == 0x80) {
+        chars[count++] = (char) (((b & 0x1F) << 6) | (buf[pos + 1] & 0x3F));
+        pos += 2;
+      } else if ((b & 0xF0) == 0xE0 && pos + 2 < end && (buf[pos + 1] & 0xC0) == 0x80
+          && (buf[pos + 2] & 0xC0) == 0x80) {
+        chars[count++] = (char) (((b & 0x0F) << 12) | ((buf[pos + 1] & 0x3F) << 6) | (buf[pos + 2] & 0x3F));
+        pos += 3;
+      } else {
+        throw new IOException("malformed string byte " + b + " at " + pos);
+      }
+    }
+    return new String(chars, 0, count);
   }
 }

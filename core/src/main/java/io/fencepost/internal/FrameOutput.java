@@ -1,12 +1,13 @@
 package io.fencepost.internal;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
  * An unsynchronized, growable byte buffer for Fencepost's binary frames: fixed-width longs
  * (big-endian), unsigned varints (7 bits a byte, low groups first), strings as a varint length and
- * UTF-8. Sized from a hint so a frame is normally written without growing.
+ * modified UTF-8 (as {@code DataOutput.writeUTF} without its 64 KiB limit: each char on its own, so
+ * any Java string, one with a lone surrogate too, reads back exactly). Sized from a hint so a frame
+ * is normally written without growing.
  */
 final class FrameOutput {
 
@@ -26,13 +27,16 @@ final class FrameOutput {
     return size == buf.length ? buf : Arrays.copyOf(buf, size);
   }
 
+  private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
+
   private void ensure(int more) {
-    if (size + more > buf.length) {
-      long wanted = Math.max((long) buf.length * 2, (long) size + more);
-      if (wanted > Integer.MAX_VALUE - 8) {
-        throw new IllegalStateException("a journal frame of " + wanted + " bytes exceeds what one array holds");
+    long needed = (long) size + more;
+    if (needed > buf.length) {
+      if (needed > MAX_ARRAY) {
+        throw new IllegalStateException("a journal frame of more than " + MAX_ARRAY + " bytes (" + needed
+            + " needed) exceeds what one array holds: the batch's events, outbox records or keys are too large");
       }
-      buf = Arrays.copyOf(buf, (int) wanted);
+      buf = Arrays.copyOf(buf, (int) Math.min(MAX_ARRAY, Math.max((long) buf.length * 2, needed)));
     }
   }
 
@@ -86,6 +90,34 @@ final class FrameOutput {
   }
 
   void writeString(String s) {
-    writeBytes(s.getBytes(StandardCharsets.UTF_8));
+    int chars = s.length();
+    int bytes = chars;
+    for (int i = 0; i < chars; i++) {
+      char c = s.charAt(i);
+      if (c >= 0x80 || c == 0) {
+        bytes += c < 0x800 ? 1 : 2;
+      }
+    }
+    writeCount(bytes);
+    ensure(bytes);
+    if (bytes == chars) {
+      for (int i = 0; i < chars; i++) {
+        buf[size++] = (byte) s.charAt(i);   // ASCII without NUL: one byte a char
+      }
+      return;
+    }
+    for (int i = 0; i < chars; i++) {
+      char c = s.charAt(i);
+      if (c >= 1 && c < 0x80) {
+        buf[size++] = (byte) c;
+      } else if (c < 0x800) {
+        buf[size++] = (byte) (0xC0 | (c >> 6));
+        buf[size++] = (byte) (0x80 | (c & 0x3F));
+      } else {
+        buf[size++] = (byte) (0xE0 | (c >> 12));
+        buf[size++] = (byte) (0x80 | ((c >> 6) & 0x3F));
+        buf[size++] = (byte) (0x80 | (c & 0x3F));
+      }
+    }
   }
 }

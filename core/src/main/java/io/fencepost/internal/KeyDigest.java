@@ -22,6 +22,9 @@ public final class KeyDigest {
 
   private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
+  /** Longer keys are encoded with {@code getBytes}, so one huge key does not pin a huge buffer. */
+  private static final int MAX_BUFFERED = 4096;
+
   private final MessageDigest sha256;
   private final byte[] digest = new byte[32];
   private byte[] ascii = new byte[64];
@@ -37,8 +40,13 @@ public final class KeyDigest {
   /** Writes the key's digest as {high, low} into {@code out}. */
   public void digest(String key, long[] out) {
     int length = key.length();
+    if (length > MAX_BUFFERED) {
+      sha256.update(key.getBytes(StandardCharsets.UTF_8));   // rare: not worth keeping a buffer that large
+      finish(out);
+      return;
+    }
     if (ascii.length < length) {
-      ascii = new byte[Math.max(length, ascii.length * 2)];
+      ascii = new byte[Math.max(length, Math.min(MAX_BUFFERED, ascii.length * 2))];
     }
     byte[] buf = ascii;
     for (int i = 0; i < length; i++) {

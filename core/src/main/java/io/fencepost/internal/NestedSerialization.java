@@ -74,13 +74,24 @@ public final class NestedSerialization {
     if (!(serializer instanceof SerializerWithStringManifest)) {
       return true;   // Pekko writes the class name as the manifest, when it writes one at all
     }
-    for (Class<?> c = serializer.getClass(); c != null; c = c.getSuperclass()) {
-      if (c.getName().equals("org.apache.pekko.serialization.jackson.JacksonSerializer")) {
-        return true;   // the class name, and the class's migration version
+    return JACKSON_MANIFEST.get(serializer.getClass());
+  }
+
+  /**
+   * Whether a serializer class's manifest is Pekko's Jackson serializer's own (the class name, and
+   * the class's migration version); not when a subclass overrides it.
+   */
+  private static final ClassValue<Boolean> JACKSON_MANIFEST = new ClassValue<>() {
+    @Override
+    protected Boolean computeValue(Class<?> type) {
+      try {
+        return type.getMethod("manifest", Object.class).getDeclaringClass().getName()
+            .equals("org.apache.pekko.serialization.jackson.JacksonSerializer");
+      } catch (NoSuchMethodException e) {
+        return false;
       }
     }
-    return false;
-  }
+  };
 
   /** Reads one object written by the serializer {@code id} under {@code manifest}. */
   public Object deserialize(byte[] payload, int id, String manifest) {

@@ -132,6 +132,73 @@ class FencepostSerializerTest {
   }
 
   @Test
+  void edgeValuesRoundTripExactlyInTheFrame() {
+    String lone = "lone \ud800 high, \udc00 low, NUL \u0000, \ud83d\udcb8 pair, caf\u00e9";
+    String longMessage = "m".repeat(3999) + "\ud83d\udcb8" + "tail";   // the 4000-char cut splits the pair
+    BatchEvent e = new BatchEvent(lone, Long.MIN_VALUE, Long.MAX_VALUE, Long.MIN_VALUE,
+        List.of(new Credited("caf\u00e9 \ud83d\udcb8", -1)),
+        new long[] {Long.MIN_VALUE, Long.MAX_VALUE, 0, -1}, 0, Integer.MAX_VALUE,
+        List.of(new DeadLetterEntry(Long.MAX_VALUE, lone, lone, longMessage, 0, true, true, Long.MIN_VALUE),
+            new DeadLetterEntry(0, "", "", "", Integer.MAX_VALUE, false, false, -1)),
+        List.of(lone, ""), List.of(new io.fencepost.OutboxRecord(lone, java.util.Optional.of(""), new byte[0]),
+            new io.fencepost.OutboxRecord("t\u00e9", java.util.Optional.of(lone), new byte[] {0, -1})),
+        List.of(new CallOutcome(-1, lone, "")), new long[] {Long.MIN_VALUE, -1, Long.MAX_VALUE});
+    BatchEvent back = (BatchEvent) roundTrip(e);
+    assertEquals(lone, back.incarnation());
+    assertEquals(List.of(Long.MIN_VALUE, Long.MAX_VALUE, Long.MIN_VALUE, 0L, (long) Integer.MAX_VALUE),
+        List.of(back.fromOffset(), back.nextOffset(), back.atMillis(), (long) back.applied(), (long) back.droppedByKey()));
+    assertArrayEquals(e.keyDigests(), back.keyDigests());
+    assertEquals(e.events(), back.events());
+    assertEquals(List.of(e.deadLetters().get(0).withMessage(longMessage.substring(0, 4000) + "..."),
+        e.deadLetters().get(1)), back.deadLetters(), "the message cut as B6 cut it, the half pair kept");
+    assertEquals(e.unparked(), back.unparked());
+    assertEquals(e.outbox(), back.outbox());
+    assertEquals(e.calls(), back.calls());
+    assertArrayEquals(e.replayed(), back.replayed());
+  }
+
+  @Test
+  void framesWrittenConcurrentlyOfVerySizesReadBackExactly() throws Exception {
+    Serialization s = SerializationExtension.get(kit.system());
+    var serializer = s.findSerializerFor(sampleBatch());
+    var pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    try {
+      List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        int thread = t;
+        done.add(pool.submit(() -> {
+          for (int i = 0; i < 200; i++) {
+            int n = (i * 7919 + thread * 31) % 300;   // from empty to 300 events, shuffled
+            List<Object> events = new ArrayList<>();
+            for (int k = 0; k < n; k++) {
+              events.add(k % 3 == 0 ? new Refunded("r" + thread, k) : new Credited("m" + i, k));
+            }
+            BatchEvent e = new BatchEvent("t" + thread, i, i + n, i, events, new long[2 * (n % 5)], n, 0);
+            BatchEvent back = (BatchEvent) s.deserialize(serializer.toBinary(e), serializer.identifier(), "B7").get();
+            assertEquals(events, back.events());
+            assertEquals(List.of(e.incarnation(), e.nextOffset()), List.of(back.incarnation(), back.nextOffset()));
+          }
+          return null;
+        }));
+      }
+      for (var f : done) {
+        f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
+  void jacksonEventsAreLookedUpByClassAndOthersByObject() {
+    NestedSerialization nested = new NestedSerialization((org.apache.pekko.actor.ExtendedActorSystem)
+        org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(kit.system()));
+    assertTrue(nested.encodingOf(new Credited("m", 1)).byClass(), "Pekko's Jackson serializer: the class name");
+    assertTrue(nested.encodingOf("a string").byClass(), "a serializer without a string manifest");
+    assertTrue(!nested.encodingOf(sampleBatch()).byClass(), "a string manifest Fencepost cannot vouch for");
+  }
+
+  @Test
   void talliesLargerThanTheFrameRoundTrip() {
     BatchEvent e = new BatchEvent("i", 5_000_000_000L, 5_000_000_000L, 1L, List.of(), new long[0], 1_000_000, 70_000,
         List.of(new DeadLetterEntry(-1, "", "X", "", 200_000, true, false, -1)), List.of(), List.of(), List.of(),
@@ -213,6 +280,8 @@ class FencepostSerializerTest {
         fixture = in.readAllBytes();
       }
       assertArrayEquals(fixture, bytes, "byte for byte what the version before the frame wrote");
+      byte[] frame = SerializationExtension.get(kit.system()).findSerializerFor(e).toBinary(e);
+      assertSameBatch(e, (BatchEvent) s.deserialize(frame, serializer.identifier(), "B7").get());
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     } finally {
