@@ -179,7 +179,11 @@ final class BatchSelector<V> {
         throw handlerFailure(partition.entityId(), record.offset(), e);
       }
       if (key.isPresent()) {
-        digest.digest(key.get(), digestOut);
+        try {
+          digest.digest(key.get(), digestOut);
+        } catch (IllegalArgumentException e) {
+          throw handlerFailure(partition.entityId(), record.offset(), e);   // a key it cannot tell apart
+        }
         Digest d = new Digest(digestOut[0], digestOut[1]);
         if (window.contains(d.hi, d.lo) || !batchKeys.add(d)) {
           if (replayOf >= 0) {

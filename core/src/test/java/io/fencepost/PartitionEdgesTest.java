@@ -156,6 +156,23 @@ class PartitionEdgesTest {
   }
 
   @Test
+  void aBusinessKeyWithAnUnpairedSurrogateFailsItsRecordInsteadOfCollidingWithAnother() {
+    ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(partition, settings(), Picky::new));
+    // As UTF-8 the unpaired surrogate would become '?': the key would share "pay-?@1"'s digest.
+    List<Inbound<?>> batch = values(0, "pay-?", "pay-\ud800", "pay-\ud83d\udcb8");
+    HandlerFailedException h = assertInstanceOf(HandlerFailedException.class,
+        assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, batch)).error());
+    assertEquals(1, h.offset(), h.getMessage());
+    assertFalse(h.isRetriable());
+    assertEquals("java.lang.IllegalArgumentException", h.causeClass());
+    assertTrue(h.getMessage().contains("unpaired surrogate"), h.getMessage());
+    List<Inbound<?>> rest = new ArrayList<>(batch);
+    rest.remove(1);
+    assertEquals(new BatchOutcome.Applied(partition, 3, 2, 0, 0, true, 1, 0),
+        assertInstanceOf(BatchOutcome.Applied.class, apply(actor, rest, deadLetter(h))));
+  }
+
+  @Test
   void anEventTheJournalRefusesFailsOnlyItsRecordWhichCanThenBeDeadLettered() {
     // The in-memory journal fails (rather than refuses) a write it cannot serialize; a real journal
     // refuses it (PartitionActorIT): refuse as a real journal does.

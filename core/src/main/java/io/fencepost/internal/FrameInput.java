@@ -53,6 +53,9 @@ final class FrameInput {
     long v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       int b = readByte();
+      if (shift == 63 && b > 1) {
+        throw new IOException("varint overflows 64 bits at " + (pos - 1));
+      }
       v |= (long) (b & 0x7F) << shift;
       if ((b & 0x80) == 0) {
         return v;
@@ -126,11 +129,14 @@ final class FrameInput {
       if (b >= 1 && b < 0x80) {
         chars[count++] = (char) b;
         pos++;
-      } else if ((b & 0xE0) == 0xC0 && pos + 1 < end && (buf[pos + 1] & 0xC0) == 0x80) {
+      } else if ((b & 0xE0) == 0xC0 && pos + 1 < end && (buf[pos + 1] & 0xC0) == 0x80
+          && (b >= 0xC2 || (b == 0xC0 && buf[pos + 1] == (byte) 0x80))) {
+        // two bytes: U+0080..U+07FF, or NUL as C0 80 (nothing else written as an overlong form)
         chars[count++] = (char) (((b & 0x1F) << 6) | (buf[pos + 1] & 0x3F));
         pos += 2;
       } else if ((b & 0xF0) == 0xE0 && pos + 2 < end && (buf[pos + 1] & 0xC0) == 0x80
-          && (buf[pos + 2] & 0xC0) == 0x80) {
+          && (buf[pos + 2] & 0xC0) == 0x80 && (b > 0xE0 || (buf[pos + 1] & 0xFF) >= 0xA0)) {
+        // three bytes: U+0800..U+FFFF, surrogates on their own included
         chars[count++] = (char) (((b & 0x0F) << 12) | ((buf[pos + 1] & 0x3F) << 6) | (buf[pos + 2] & 0x3F));
         pos += 3;
       } else {

@@ -91,13 +91,18 @@ final class FrameOutput {
 
   void writeString(String s) {
     int chars = s.length();
-    int bytes = chars;
+    long counted = chars;
     for (int i = 0; i < chars; i++) {
       char c = s.charAt(i);
       if (c >= 0x80 || c == 0) {
-        bytes += c < 0x800 ? 1 : 2;
+        counted += c < 0x800 ? 1 : 2;
       }
     }
+    if (counted > MAX_ARRAY) {
+      throw new IllegalStateException("a string of " + chars + " chars (" + counted + " bytes) exceeds what a "
+          + "journal frame holds");
+    }
+    int bytes = (int) counted;
     writeCount(bytes);
     ensure(bytes);
     if (bytes == chars) {

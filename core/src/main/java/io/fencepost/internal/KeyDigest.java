@@ -15,8 +15,11 @@ import java.security.NoSuchAlgorithmException;
  * collision among a billion keys is about 10^-21). Unkeyed fast hashes (xxHash, MurmurHash, CityHash)
  * have known ways to craft collisions, and a key dropped that way is a record lost.
  *
- * <p>Allocation-free for keys of ASCII characters: the key is encoded into a reused buffer and
- * digested into a reused array. One instance per actor: not thread-safe.
+ * <p>A key with an unpaired surrogate is refused ({@link IllegalArgumentException}): UTF-8 cannot
+ * encode it, so it would share its digest with another key.
+ *
+ * <p>Allocation-free for keys of up to 4,096 ASCII characters: the key is encoded into a reused
+ * buffer and digested into a reused array. One instance per actor: not thread-safe.
  */
 public final class KeyDigest {
 
@@ -41,6 +44,7 @@ public final class KeyDigest {
   public void digest(String key, long[] out) {
     int length = key.length();
     if (length > MAX_BUFFERED) {
+      requireWellFormed(key, 0);
       sha256.update(key.getBytes(StandardCharsets.UTF_8));   // rare: not worth keeping a buffer that large
       finish(out);
       return;
@@ -52,6 +56,7 @@ public final class KeyDigest {
     for (int i = 0; i < length; i++) {
       char c = key.charAt(i);
       if (c >= 0x80) {
+        requireWellFormed(key, i);
         sha256.update(key.getBytes(StandardCharsets.UTF_8));
         finish(out);
         return;
@@ -60,6 +65,25 @@ public final class KeyDigest {
     }
     sha256.update(buf, 0, length);
     finish(out);
+  }
+
+  /**
+   * Refuses a key with an unpaired surrogate: its UTF-8 form replaces the surrogate with '?', so it
+   * would have the digest of another key ("pay-?" for "pay-" and an unpaired U+D800) and one of two records be
+   * dropped as a duplicate of the other.
+   */
+  private static void requireWellFormed(String key, int from) {
+    for (int i = from; i < key.length(); i++) {
+      char c = key.charAt(i);
+      if (Character.isHighSurrogate(c) && i + 1 < key.length() && Character.isLowSurrogate(key.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        throw new IllegalArgumentException("the business key has an unpaired surrogate (\\u"
+            + Integer.toHexString(c).toUpperCase(java.util.Locale.ROOT) + ") at index " + i + ": as UTF-8 it "
+            + "would equal another key, so it cannot tell duplicates apart. Return well-formed text from "
+            + "businessKey(), or send the key header as valid UTF-8");
+      }
+    }
   }
 
   private void finish(long[] out) {

@@ -158,6 +158,22 @@ class FencepostSerializerTest {
   }
 
   @Test
+  void everyCharReadsBackExactly() {
+    StringBuilder all = new StringBuilder(65_536);
+    for (int c = 0; c <= 0xFFFF; c++) {
+      all.append((char) c);
+    }
+    String every = all.toString();
+    BatchEvent e = new BatchEvent(every, 0, 1, 1L, List.of(), new long[0], 0, 0, List.of(), List.of(every, "", "a"),
+        List.of(new io.fencepost.OutboxRecord(every, java.util.Optional.of(every), new byte[] {1})), List.of(),
+        new long[0]);
+    BatchEvent back = (BatchEvent) roundTrip(e);
+    assertEquals(every, back.incarnation());
+    assertEquals(e.unparked(), back.unparked());
+    assertEquals(e.outbox(), back.outbox());
+  }
+
+  @Test
   void framesWrittenConcurrentlyOfVerySizesReadBackExactly() throws Exception {
     Serialization s = SerializationExtension.get(kit.system());
     var serializer = s.findSerializerFor(sampleBatch());
