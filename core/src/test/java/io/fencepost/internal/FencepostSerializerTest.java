@@ -214,6 +214,38 @@ class FencepostSerializerTest {
     assertTrue(!nested.encodingOf(sampleBatch()).byClass(), "a string manifest Fencepost cannot vouch for");
   }
 
+  /** A user's subclass of Pekko's Jackson serializer that gives each object its own manifest. */
+  public static final class PerObjectJackson extends org.apache.pekko.serialization.jackson.JacksonSerializer {
+    public PerObjectJackson(org.apache.pekko.actor.ExtendedActorSystem system) {
+      super(system, "per-object", org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider.get(system)
+          .getOrCreate("per-object", java.util.Optional.of(new com.fasterxml.jackson.dataformat.cbor.CBORFactory())));
+    }
+
+    @Override
+    public String manifest(Object o) {
+      return super.manifest(o) + "#" + ((Refunded) o).cents();
+    }
+  }
+
+  @Test
+  void aJacksonSubclassThatOverridesTheManifestIsAskedForEachEvent() {
+    ActorTestKit custom = ActorTestKit.create("per-object-jackson", com.typesafe.config.ConfigFactory.parseString(
+        "pekko.actor.serializers.per-object = \"" + PerObjectJackson.class.getName() + "\"\n"
+            + "pekko.actor.serialization-identifiers { per-object = 741198 }\n"
+            + "pekko.actor.serialization-bindings { \"" + Refunded.class.getName() + "\" = per-object }")
+        .withFallback(com.typesafe.config.ConfigFactory.load()));
+    try {
+      NestedSerialization nested = new NestedSerialization((org.apache.pekko.actor.ExtendedActorSystem)
+          org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(custom.system()));
+      NestedSerialization.Encoding encoding = nested.encodingOf(new Refunded("m", 2));
+      assertEquals(PerObjectJackson.class, encoding.serializer().getClass());
+      assertTrue(!encoding.byClass(), "its own manifest method: asked per event");
+      assertTrue(nested.encodingOf(new Credited("m", 1)).byClass(), "Pekko's own Jackson serializer: per class");
+    } finally {
+      custom.shutdownTestKit();
+    }
+  }
+
   @Test
   void talliesLargerThanTheFrameRoundTrip() {
     BatchEvent e = new BatchEvent("i", 5_000_000_000L, 5_000_000_000L, 1L, List.of(), new long[0], 1_000_000, 70_000,
