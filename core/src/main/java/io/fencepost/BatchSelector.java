@@ -47,11 +47,11 @@ final class BatchSelector<V> {
   static final class Selection<V> {
     final List<Inbound<V>> fresh = new ArrayList<>();
     /** The fresh records' key digests as (high, low) pairs; {@link #freshDigestCount} longs are used. */
-    private long[] freshDigests;
+    private final long[] freshDigests;
     private int freshDigestCount;
 
     Selection(int records) {
-      freshDigests = new long[Math.max(2, records * 2)];
+      freshDigests = new long[records * 2];
     }
     final List<DeadLetterEntry> deadLetters = new ArrayList<>();
     final List<String> unparked = new ArrayList<>();
@@ -64,10 +64,8 @@ final class BatchSelector<V> {
     int droppedRedelivery;
     int droppedByKey;
 
+    /** At most one pair per record of the batch: the array was sized for that. */
     void addFreshDigest(long hi, long lo) {
-      if (freshDigestCount + 2 > freshDigests.length) {
-        freshDigests = java.util.Arrays.copyOf(freshDigests, freshDigests.length * 2);
-      }
       freshDigests[freshDigestCount++] = hi;
       freshDigests[freshDigestCount++] = lo;
     }

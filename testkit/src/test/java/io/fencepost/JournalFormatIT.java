@@ -22,16 +22,12 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import com.typesafe.config.ConfigFactory;
-import io.fencepost.internal.BatchEvent;
 import io.fencepost.jdbc.JournalCompaction;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.Postgres;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
-import org.apache.pekko.persistence.query.EventEnvelope;
-import org.apache.pekko.persistence.query.PersistenceQuery;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -125,7 +121,7 @@ class JournalFormatIT {
       // Redelivery of old offsets is dropped by the stored offset.
       BatchOutcome.Applied redelivered = apply(first, actor, 5, "pay-5", "pay-1");
       assertEquals(new BatchOutcome.Applied(PARTITION, 14, 0, 2, 0, false), redelivered);
-      assertEquals(expectedCredits(13), creditsPerOffset(first));
+      assertEquals(expectedCredits(13), KafkaPipelineIT.creditsPerOffset(first.system(), PARTITION));
       assertEquals(List.of("B6", "B6", "B6", "B6", "B7"), manifests(), "the new entry in today's format");
     } finally {
       first.shutdownTestKit();
@@ -143,7 +139,7 @@ class JournalFormatIT {
       assertEquals(new BatchOutcome.Applied(PARTITION, 17, 1, 0, 2, true), again);
       Map<Long, Integer> expected = expectedCredits(13);
       expected.put(16L, 1);
-      assertEquals(expected, creditsPerOffset(second));
+      assertEquals(expected, KafkaPipelineIT.creditsPerOffset(second.system(), PARTITION));
       assertEquals(List.of("B6", "B6", "B6", "B6", "B7", "B7"), manifests());
 
       // A large frame is stored compressed: its random key digests come last, so PostgreSQL's pglz
@@ -201,24 +197,6 @@ class JournalFormatIT {
     return out;
   }
 
-  /** Credits per offset, read from the journal (not from the actor's state). */
-  private static Map<Long, Integer> creditsPerOffset(ActorTestKit kit) throws Exception {
-    JdbcReadJournal journal = PersistenceQuery.get(kit.system())
-        .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
-    List<EventEnvelope> envelopes = journal.currentEventsByPersistenceId(PARTITION.persistenceId(), 0, Long.MAX_VALUE)
-        .runFold(new ArrayList<EventEnvelope>(), (acc, e) -> {
-          acc.add(e);
-          return acc;
-        }, kit.system()).toCompletableFuture().get(30, TimeUnit.SECONDS);
-    Map<Long, Integer> out = new TreeMap<>();
-    for (EventEnvelope env : envelopes) {
-      for (Object e : ((BatchEvent) env.event()).events()) {
-        out.merge(((TestLedger.Credited) e).offset(), 1, Integer::sum);
-      }
-    }
-    return out;
-  }
-
   /**
    * Writes the fixture with the code it runs on: 4 batches (one with a business key re-sent), a
    * snapshot at 3 (snapshot-every 3), then dumps the partition's rows.
@@ -232,13 +210,7 @@ class JournalFormatIT {
       apply(kit, actor, 0, "pay-0", "pay-1", "pay-2", "pay-3");
       apply(kit, actor, 4, "pay-4", "pay-5", "pay-1");
       apply(kit, actor, 7, "pay-7", "pay-8");
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (JournalCompaction.newestSnapshot(postgres, PARTITION.persistenceId()) < 3) {
-        if (System.nanoTime() > deadline) {
-          throw new AssertionError("no snapshot at 3 within 30 s");
-        }
-        Thread.sleep(20);
-      }
+      SnapshotRows.awaitNewest(postgres, PARTITION.persistenceId(), 3);
       apply(kit, actor, 9, "pay-9", "pay-10");
     } finally {
       kit.shutdownTestKit();

@@ -32,10 +32,10 @@ public final class NestedSerialization {
       out.writeInt(NULL);
       return;
     }
-    var serializer = serialization().findSerializerFor(o);
-    byte[] payload = serializer.toBinary(o);
-    out.writeInt(serializer.identifier());
-    out.writeUTF(Serializers.manifestFor(serializer, o));
+    Encoding encoding = encodingOf(o);
+    byte[] payload = encoding.serializer().toBinary(o);
+    out.writeInt(encoding.id());
+    out.writeUTF(encoding.manifest());
     out.writeInt(payload.length);
     out.write(payload);
   }
