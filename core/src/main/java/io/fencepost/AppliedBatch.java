@@ -13,9 +13,11 @@ import io.fencepost.internal.BatchEvent;
  *
  * @param fromOffset the partition's next offset before the batch
  * @param nextOffset the partition's next offset after it ({@code fromOffset} for at-most-once's
- *     effects-only second write and for external calls' outcomes; below {@code fromOffset} for an
+ *     effects-only write and for external calls' outcomes; below {@code fromOffset} for an
  *     operator's reset back, {@link OffsetReset}, an entry without events)
- * @param events the user's events, in order
+ * @param events the user's events, in order. In at-most-once mode they are the effects of earlier
+ *     batches (whose offsets were written before), not of the records between {@code fromOffset}
+ *     and {@code nextOffset}
  * @param incarnation the id of the actor incarnation that wrote it
  * @param writtenAt the partition's clock at the write: the first write's wall clock, advanced since by
  *     the time owners ran (see docs/guarantees.md, the business-key window); behind wall time by

@@ -20,8 +20,9 @@ public enum DeliveryMode {
    */
   AT_LEAST_ONCE("at-least-once"),
   /**
-   * The offset is written first, then the handler runs and its events are written in a second write;
-   * never retried. A crash (or a handler failure) after the first write loses that batch's effects.
+   * The offset is written first, then the handler runs and its events are written with the next
+   * batch's offset (or alone, after {@code at-most-once-linger}); never retried. A crash (or a
+   * handler failure) after the offset write and before that write loses that batch's effects.
    */
   AT_MOST_ONCE("at-most-once");
 

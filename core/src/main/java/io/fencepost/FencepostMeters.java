@@ -26,13 +26,15 @@ public final class FencepostMeters implements Extension {
   private static final ExtensionId<FencepostMeters> ID = new ExtensionId<>() {
     @Override
     public FencepostMeters createExtension(ActorSystem<?> system) {
-      return new FencepostMeters();
+      return new FencepostMeters(system);
     }
   };
 
+  private final ActorSystem<?> system;
   private volatile MeterRegistry registry = Metrics.globalRegistry;
 
-  private FencepostMeters() {
+  private FencepostMeters(ActorSystem<?> system) {
+    this.system = system;
   }
 
   /** This actor system's meters. */
@@ -48,8 +50,8 @@ public final class FencepostMeters implements Extension {
    */
   public synchronized FencepostMeters use(MeterRegistry registry) {
     Objects.requireNonNull(registry, "registry");
-    if (registry != this.registry
-        && this.registry.getMeters().stream().anyMatch(m -> m.getId().getName().startsWith("fencepost."))) {
+    // Only this system's meters count: other actor systems of the JVM may share the global registry.
+    if (registry != this.registry && io.fencepost.internal.SharedGauges.get(system).registered()) {
       throw new IllegalStateException("FencepostMeters.use(" + registry.getClass().getSimpleName() + ") came after "
           + "meters were registered in " + this.registry.getClass().getSimpleName() + ": call it right after "
           + "creating the actor system, before any partition actor or pipeline starts");

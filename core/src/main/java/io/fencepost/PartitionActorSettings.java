@@ -32,12 +32,17 @@ public final class PartitionActorSettings {
   private final double backoffRandomFactor;
   private final boolean perKeyOrdering;
   private final Duration callTimeout;
+  private final Duration atMostOnceLinger;
 
   private PartitionActorSettings(DeliveryMode deliveryMode, int snapshotEvery, int keepSnapshots,
       boolean keyWindowEnabled, int keyWindowMaxKeys, Duration keyWindowMaxAge, String keyHeader,
       String journalPluginId, String snapshotPluginId, Duration backoffMin, Duration backoffMax,
-      double backoffRandomFactor, boolean perKeyOrdering, Duration callTimeout) {
+      double backoffRandomFactor, boolean perKeyOrdering, Duration callTimeout, Duration atMostOnceLinger) {
     this.perKeyOrdering = perKeyOrdering;
+    if (atMostOnceLinger.isNegative()) {
+      throw new SettingsException(CONFIG_PATH + ".at-most-once-linger", atMostOnceLinger, "must be >= 0");
+    }
+    this.atMostOnceLinger = atMostOnceLinger;
     this.callTimeout = requirePositive(CONFIG_PATH + ".external-call.timeout", callTimeout);
     this.deliveryMode = Objects.requireNonNull(deliveryMode, "deliveryMode");
     this.snapshotEvery = requirePositive(CONFIG_PATH + "." + "snapshot-every", snapshotEvery);
@@ -106,8 +111,10 @@ public final class PartitionActorSettings {
       boolean perKey = section.getBoolean(key);
       key = "external-call.timeout";
       Duration callTimeout = section.getDuration(key);
+      key = "at-most-once-linger";
+      Duration linger = section.getDuration(key);
       return new PartitionActorSettings(mode, snapshotEvery, keep, enabled, maxKeys, maxAge, header, journal,
-          snapshot, min, max, random, perKey, callTimeout);
+          snapshot, min, max, random, perKey, callTimeout, linger);
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
       throw new SettingsException(pathForErrors + "." + key, describe(section, key),
           "has the wrong type or format (" + e.getMessage() + ")");
@@ -200,7 +207,7 @@ public final class PartitionActorSettings {
   public PartitionActorSettings withPerKeyOrdering(boolean value) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        value, callTimeout);
+        value, callTimeout, atMostOnceLinger);
   }
 
   /** How long an external call ({@code Effects.call}) may take before it fails as retriable. */
@@ -211,37 +218,51 @@ public final class PartitionActorSettings {
   public PartitionActorSettings withCallTimeout(Duration value) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, value);
+        perKeyOrdering, value, atMostOnceLinger);
+  }
+
+  /**
+   * at-most-once: how long the effects of a batch wait for the next batch's offset write to carry
+   * them before they are written alone; zero writes them at once.
+   */
+  public Duration atMostOnceLinger() {
+    return atMostOnceLinger;
+  }
+
+  public PartitionActorSettings withAtMostOnceLinger(Duration value) {
+    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
+        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
+        perKeyOrdering, callTimeout, value);
   }
 
   public PartitionActorSettings withDeliveryMode(DeliveryMode value) {
     return new PartitionActorSettings(value, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout);
+        perKeyOrdering, callTimeout, atMostOnceLinger);
   }
 
   public PartitionActorSettings withSnapshotEvery(int value) {
     return new PartitionActorSettings(deliveryMode, value, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout);
+        perKeyOrdering, callTimeout, atMostOnceLinger);
   }
 
   public PartitionActorSettings withKeyWindow(boolean enabled, int maxKeys, Duration maxAge) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, enabled, maxKeys, maxAge,
         keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout);
+        perKeyOrdering, callTimeout, atMostOnceLinger);
   }
 
   public PartitionActorSettings withKeyHeader(String value) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, value, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout);
+        perKeyOrdering, callTimeout, atMostOnceLinger);
   }
 
   public PartitionActorSettings withFailureBackoff(Duration min, Duration max) {
     return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
         keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, min, max, backoffRandomFactor, perKeyOrdering,
-        callTimeout);
+        callTimeout, atMostOnceLinger);
   }
 
   // The key window's clock per incarnation; only this package's tests replace it (a node whose clock runs
@@ -265,6 +286,7 @@ public final class PartitionActorSettings {
         + ", keepSnapshots=" + keepSnapshots + ", keyWindow=" + (keyWindowEnabled ? keyWindowMaxKeys + " keys/"
         + keyWindowMaxAge : "off") + ", keyHeader=" + keyHeader + ", journalPluginId=" + journalPluginId
         + ", snapshotPluginId=" + snapshotPluginId + ", failureBackoff=" + backoffMin + ".." + backoffMax
-        + " x" + backoffRandomFactor + ", perKeyOrdering=" + perKeyOrdering + ", callTimeout=" + callTimeout + ")";
+        + " x" + backoffRandomFactor + ", perKeyOrdering=" + perKeyOrdering + ", callTimeout=" + callTimeout
+        + ", atMostOnceLinger=" + atMostOnceLinger + ")";
   }
 }

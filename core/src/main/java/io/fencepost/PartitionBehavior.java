@@ -88,6 +88,12 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private long[] pendingEventOffsets = new long[0];
   // at-most-once: batches whose offset is durable but whose effects have not run yet (a Stop waits for them)
   private int acceptedNotRun;
+  // at-most-once: effects whose handlers ran, waiting for a write (the next batch's, or their own)
+  private final AtMostOnceEffects<V, S, E> unjournaled;
+  // at-most-once: the waiting effects the write in flight carries (settled when the actor recovers)
+  private AtMostOnceEffects.Carried<S> pendingCarried;
+  // at-most-once: a Stop waits for the write of waiting effects; set while it does (a failed write retries)
+  private boolean stopAfterWrite;
 
   private long droppedRedelivery;
   private boolean statementLogged;
@@ -112,6 +118,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.partition = pc.partition();
     this.metrics = new PartitionMetrics(ctx.getSystem(), partition);
     this.selector = new BatchSelector<>(partition, settings, actor, ctx.getLog());
+    this.unjournaled = new AtMostOnceEffects<>(actor, ctx.getLog(), partition.shortName());
     this.clock = settings.newWindowClock();
     this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(), partition.persistenceId(),
         partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog());
@@ -209,6 +216,22 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
    * resends the rest. When no single event is at fault the partition halts rather than loop.
    */
   private void onPersistRejected(Throwable failure) {
+    AtMostOnceEffects.Carried<S> carried = pendingCarried;
+    pendingCarried = null;
+    if (carried != null) {
+      unjournaled.lose(carried, "the journal refused the write carrying them: " + failure);
+      if (pendingReplyTo != null) {
+        // The batch whose offset write carried them is resent without them.
+        org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo = pendingReplyTo;
+        BatchEvent event = pendingEvent;
+        clearPending();
+        pendingAccepted = null;
+        replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
+            + "] the journal refused the write of " + offsets(event) + ", which carried the at-most-once effects "
+            + "of an earlier batch (lost, logged); resend the batch")));
+      }
+      return;
+    }
     if (pendingReplyTo == null) {
       ctx.getLog().error("[{}] the journal refused a write without a waiting batch ({}): {}", partition.shortName(),
           pendingEvent != null ? "at-most-once effects, LOST" : "an external call's outcome; its batch calls again",
@@ -293,6 +316,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     failedCalls.clear();
     boolean refusedByKey = fencedByKey;
     fencedByKey = false;
+    settleCarried(state);
+    if (stopAfterWrite) {
+      stopAfterWrite = false;
+      ctx.getSelf().tell(new PartitionCommand.Stop());   // its write failed: the Stop tries again
+    }
     if (pendingReplyTo != null) {
       resolvePending(state, refusedByKey);
     } else {
@@ -306,6 +334,26 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     }
     if (halted == null) {
       actor.callOnRecovered(state.user(), state.nextOffset());
+    }
+  }
+
+  /**
+   * at-most-once, after a restart: effects a failed write carried wait again when nothing was written
+   * since they were computed, are done when that write committed after all, and are lost otherwise.
+   */
+  private void settleCarried(PartitionState<S> state) {
+    AtMostOnceEffects.Carried<S> carried = pendingCarried;
+    pendingCarried = null;
+    unjournaled.recovered(state.batches());
+    if (carried == null) {
+      return;
+    }
+    if (state.batches() == carried.baseBatches()) {
+      if (unjournaled.restore(carried)) {
+        scheduleFlush();
+      }
+    } else if (state.batches() != carried.baseBatches() + 1 || !incarnation.equals(state.lastIncarnation())) {
+      unjournaled.lose(carried, "another incarnation wrote first");
     }
   }
 
@@ -372,9 +420,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           return Effect().none();
         })
         // at-most-once: the effects of records whose offset is durable run before the actor stops.
-        .onCommand(PartitionCommand.Stop.class, (state, cmd) -> acceptedNotRun > 0 ? Effect().stash() : Effect().stop())
+        .onCommand(PartitionCommand.Stop.class, this::onStop)
         .onCommand(SelfCommand.RunAccepted.class, (state, cmd) ->
             callInFlight != null ? Effect().stash() : onRunAccepted(state, cmd))
+        .onCommand(SelfCommand.FlushEffects.class, this::onFlushEffects)
         .onCommand(SelfCommand.CallDone.class, this::onCallDone)
         .build();
   }
@@ -541,16 +590,20 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private ReplyEffect<BatchEvent, PartitionState<S>> acceptAtMostOnce(PartitionState<S> state,
       PartitionCommand.ApplyBatch cmd, BatchSelector.Selection<V> sel) {
-    BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state), List.of(),
-        sel.freshDigests(), sel.fresh.size(), sel.droppedByKey, sel.deadLetters, sel.unparked, List.of(),
-        List.of(), toArray(sel.replayed));
+    // The effects of earlier batches that wait for a write go in this one (see AtMostOnceEffects).
+    AtMostOnceEffects.Carried<S> carried = unjournaled.take();
+    BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset, clock(state),
+        carried == null ? List.of() : carried.events(), sel.freshDigests(), sel.fresh.size(), sel.droppedByKey,
+        sel.deadLetters, sel.unparked, carried == null ? List.of() : carried.outbox(), List.of(),
+        toArray(sel.replayed));
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), 0);
     List<Inbound<?>> accepted = List.copyOf(sel.fresh);
     pendingRecords = accepted;
     pendingAccepted = accepted;
     pendingEvent = accept;
-    pendingUserState = state.user();
+    pendingUserState = carried == null ? state.user() : carried.user();
+    pendingCarried = carried;
     pendingOutcome = outcome;
     pendingReplyTo = cmd.replyTo();
     pendingBatchesBefore = state.batches();
@@ -559,6 +612,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .thenRun(s -> {
           written(outcome, s);
           pendingAccepted = null;
+          pendingCarried = null;
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           acceptedNotRun++;
           ctx.getSelf().tell(new SelfCommand.RunAccepted(accepted));
@@ -566,46 +620,67 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .thenReply(cmd.replyTo(), s -> outcome);
   }
 
-  @SuppressWarnings("unchecked")
-  private Effect<BatchEvent, PartitionState<S>> onRunAccepted(PartitionState<S> state,
-      SelfCommand.RunAccepted cmd) {
+  /** at-most-once's second step: the handlers of records whose offset is durable run; their effects wait. */
+  private Effect<BatchEvent, PartitionState<S>> onRunAccepted(PartitionState<S> state, SelfCommand.RunAccepted cmd) {
     acceptedNotRun = Math.max(0, acceptedNotRun - 1);
     if (halted != null) {
       return Effect().unstashAll();
     }
-    S user = state.user();
-    List<Object> events = new ArrayList<>();
-    List<OutboxRecord> outbox = new ArrayList<>();
-    for (Inbound<?> raw : cmd.records()) {
-      Inbound<V> record = (Inbound<V>) raw;
-      try {
-        Effects<E> effects = actor.callOnRecord(user, record);
-        if (effects.hasCall()) {
-          throw new FatalException("Effects.call is not supported in at-most-once mode (the outcome could not be "
-              + "journaled before the offset); use exactly-once or at-least-once");
-        }
-        for (E event : effects.events()) {
-          user = actor.callApplyEvent(user, event);
-          events.add(event);
-        }
-        outbox.addAll(effects.outbox());
-      } catch (RuntimeException e) {
-        ctx.getLog().warn("[{}] offset [{}] LOST (at-most-once, never retried): handler failed: {}",
-            partition.shortName(), record.offset(), e.toString());
+    if (unjournaled.run(state.user(), state.batches(), cmd.records())) {
+      if (settings.atMostOnceLinger().isZero()) {
+        return writeWaitingEffects(state).thenUnstashAll();
       }
+      scheduleFlush();
     }
-    if (events.isEmpty() && outbox.isEmpty()) {
-      return Effect().unstashAll();   // a Stop that waited for these effects
+    return Effect().unstashAll();   // a Stop that waited for these handlers
+  }
+
+  private void scheduleFlush() {
+    ctx.scheduleOnce(settings.atMostOnceLinger(), ctx.getSelf(), new SelfCommand.FlushEffects(unjournaled.generation()));
+  }
+
+  /** at-most-once: no batch's write carried the waiting effects within the linger: they are written alone. */
+  private Effect<BatchEvent, PartitionState<S>> onFlushEffects(PartitionState<S> state, SelfCommand.FlushEffects cmd) {
+    if (cmd.generation() != unjournaled.generation() || !unjournaled.waiting()) {
+      return Effect().none();   // carried by a batch's write meanwhile
     }
-    BatchEvent effects = new BatchEvent(incarnation, state.nextOffset(), state.nextOffset(), clock(state), events,
-        new long[0], 0, 0, List.of(), List.of(), outbox, List.of(), new long[0]);
+    if (halted != null || fenced != null) {
+      unjournaled.lose(unjournaled.take(), halted != null ? "the partition halted" : "this incarnation is fenced");
+      return Effect().none();
+    }
+    return writeWaitingEffects(state).thenUnstashAll();
+  }
+
+  /** A Stop waits for at-most-once handlers whose offset is durable, and for the write of their effects. */
+  private Effect<BatchEvent, PartitionState<S>> onStop(PartitionState<S> state, PartitionCommand.Stop cmd) {
+    if (acceptedNotRun > 0) {
+      return Effect().stash();
+    }
+    if (unjournaled.waiting() && halted == null && fenced == null) {
+      stopAfterWrite = true;
+      return writeWaitingEffects(state).thenRun(s -> {
+        stopAfterWrite = false;
+        ctx.getSelf().tell(cmd);
+      });
+    }
+    return Effect().stop();
+  }
+
+  /** The waiting at-most-once effects in a write of their own (the offset does not move). */
+  private org.apache.pekko.persistence.typed.javadsl.EffectBuilder<BatchEvent, PartitionState<S>> writeWaitingEffects(
+      PartitionState<S> state) {
+    AtMostOnceEffects.Carried<S> carried = unjournaled.take();
+    BatchEvent effects = new BatchEvent(incarnation, state.nextOffset(), state.nextOffset(), clock(state),
+        carried.events(), new long[0], 0, 0, List.of(), List.of(), carried.outbox(), List.of(), new long[0]);
     pendingEvent = effects;
-    pendingUserState = user;
+    pendingUserState = carried.user();
+    pendingCarried = carried;
     return Effect().persist(effects).thenRun(s -> {
       afterWrite(s);
       pendingEvent = null;
       pendingUserState = null;
-    }).thenUnstashAll();
+      pendingCarried = null;
+    });
   }
 
   private ReplyEffect<BatchEvent, PartitionState<S>> persist(PartitionState<S> state, BatchEvent event, S user,

@@ -3,10 +3,15 @@ package io.fencepost;
 import java.util.List;
 
 /** The messages a partition actor sends itself; never sent by a pipeline, never sent remotely. */
-sealed interface SelfCommand extends PartitionCommand permits SelfCommand.RunAccepted, SelfCommand.CallDone {
+sealed interface SelfCommand extends PartitionCommand permits SelfCommand.RunAccepted, SelfCommand.CallDone,
+    SelfCommand.FlushEffects {
 
   /** At-most-once's second step: running handlers after the offset was written. */
   record RunAccepted(List<Inbound<?>> records) implements SelfCommand {
+  }
+
+  /** At-most-once: write the waiting effects named {@code generation} unless a batch's write carried them. */
+  record FlushEffects(long generation) implements SelfCommand {
   }
 
   /** An external call made for the record at {@code offset} finished. */

@@ -27,6 +27,7 @@ class PartitionActorSettingsTest {
     assertEquals(Duration.ofHours(24), s.keyWindowMaxAge());
     assertEquals(1_000_000, s.keyWindowMaxKeys());
     assertEquals("idempotency-key", s.keyHeader());
+    assertEquals(Duration.ofMillis(20), s.atMostOnceLinger());
   }
 
   @ParameterizedTest
@@ -39,6 +40,7 @@ class PartitionActorSettingsTest {
       "fencepost.partition-actor.key-window.max-age = 0s      | fencepost.partition-actor.key-window.max-age | must be > 0",
       "fencepost.partition-actor.key-window.max-age = soon    | fencepost.partition-actor.key-window.max-age | has the wrong type",
       "fencepost.partition-actor.key-window.enabled = maybe   | fencepost.partition-actor.key-window.enabled | has the wrong type",
+      "fencepost.partition-actor.at-most-once-linger = -1ms   | fencepost.partition-actor.at-most-once-linger | must be >= 0",
       "fencepost.partition-actor.failure-backoff.min = 0ms    | fencepost.partition-actor.failure-backoff.min | must be > 0",
       "fencepost.partition-actor.failure-backoff.max = 1ms    | fencepost.partition-actor.failure-backoff.max | must be >= failure-backoff.min",
       "fencepost.partition-actor.failure-backoff.random-factor = 2 | fencepost.partition-actor.failure-backoff.random-factor | must be between 0.0 and 1.0"})

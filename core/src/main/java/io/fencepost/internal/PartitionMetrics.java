@@ -42,7 +42,7 @@ public final class PartitionMetrics {
 
   public PartitionMetrics(ActorSystem<?> system, PartitionId id) {
     SharedGauges shared = SharedGauges.get(system);
-    registry = FencepostMeters.get(system).registry();
+    registry = shared.registry();
     tags = SharedGauges.tags(id);
     applied = registry.counter("fencepost.records.applied", tags);
     droppedRedelivery = registry.counter("fencepost.records.dropped", tags.and("reason", "redelivery"));

@@ -33,6 +33,7 @@ public final class SharedGauges implements Extension {
   };
 
   private final FencepostMeters meters;
+  private volatile boolean registered;
   private final Map<String, AtomicLong> cells = new ConcurrentHashMap<>();
   private final Map<String, Gauge> gauges = new ConcurrentHashMap<>();
   private final Map<String, AtomicReference<DoubleSupplier>> suppliers = new ConcurrentHashMap<>();
@@ -45,8 +46,15 @@ public final class SharedGauges implements Extension {
     return ID.apply(system);
   }
 
+  /** The registry this system's meters are registered in; from the first call on, FencepostMeters.use refuses another. */
   public MeterRegistry registry() {
+    registered = true;
     return meters.registry();
+  }
+
+  /** Whether this system registered a meter already (handed out its registry for one). */
+  public boolean registered() {
+    return registered;
   }
 
   /** The tags of a partition's meters: group, topic, partition. */

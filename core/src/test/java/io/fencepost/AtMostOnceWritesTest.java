@@ -1,0 +1,178 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.internal.BatchEvent;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
+import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * At-most-once's journal writes on Pekko's in-memory test journal: a batch's effects ride on the next
+ * batch's offset write, are written alone once {@code at-most-once-linger} has passed or a Stop
+ * comes, and survive a write that fails without committing.
+ */
+class AtMostOnceWritesTest {
+
+  private static final ActorTestKit kit = ActorTestKit.create("at-most-once-writes-test",
+      PersistenceTestKitPlugin.getInstance().config()
+          .withFallback(PersistenceTestKitSnapshotPlugin.config())
+          .withFallback(ConfigFactory.load()));
+  private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
+
+  private PartitionId partition;
+
+  @BeforeEach
+  void fresh() {
+    journal.clearAll();
+    journal.resetPolicy();
+    partition = new PartitionId("g" + System.nanoTime(), "t", 0);
+  }
+
+  @AfterAll
+  static void stop() {
+    kit.shutdownTestKit();
+  }
+
+  private ActorRef<PartitionCommand> spawn(Duration linger) {
+    PartitionActorSettings s = PartitionActorSettings.create(kit.system())
+        .withDeliveryMode(DeliveryMode.AT_MOST_ONCE)
+        .withFailureBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .withAtMostOnceLinger(linger);
+    return kit.spawn(PartitionActor.behavior(partition, s, PartitionEdgesTest.Picky::new));
+  }
+
+  private List<Inbound<?>> values(long from, int count) {
+    List<Inbound<?>> out = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      out.add(Inbound.of(partition, from + i, "v" + (from + i)));
+    }
+    return out;
+  }
+
+  private BatchOutcome apply(ActorRef<PartitionCommand> actor, List<Inbound<?>> records) {
+    TestProbe<BatchOutcome> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.ApplyBatch(records, List.of(), probe.ref()));
+    return probe.expectMessageClass(BatchOutcome.class, Duration.ofSeconds(10));
+  }
+
+  /** Each journal entry as "fromOffset..nextOffset:events". */
+  private List<String> entries() {
+    List<String> out = new ArrayList<>();
+    for (Object o : journal.persistedInStorage(partition.persistenceId())) {
+      BatchEvent e = (BatchEvent) o;
+      out.add(e.fromOffset() + ".." + e.nextOffset() + ":" + e.events());
+    }
+    return out;
+  }
+
+  private void stopAndWait(ActorRef<PartitionCommand> actor) {
+    actor.tell(new PartitionCommand.Stop());
+    kit.createTestProbe().expectTerminated(actor, Duration.ofSeconds(10));
+  }
+
+  private static final long NONE = io.fencepost.internal.PartitionState.NO_OFFSET;
+
+  @Test
+  void aBatchsEffectsRideOnTheNextBatchsOffsetWriteAndAStopWritesTheLast() {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
+    assertEquals(3, ((BatchOutcome.Applied) apply(actor, values(0, 3))).nextOffset());
+    assertEquals(6, ((BatchOutcome.Applied) apply(actor, values(3, 3))).nextOffset());
+    assertEquals(9, ((BatchOutcome.Applied) apply(actor, values(6, 3))).nextOffset());
+    stopAndWait(actor);
+    assertEquals(List.of(
+        NONE + "..3:[]",
+        "3..6:[v0, v1, v2]",
+        "6..9:[v3, v4, v5]",
+        "9..9:[v6, v7, v8]"), entries(), "one write per batch; the Stop's write carries the last effects");
+  }
+
+  @Test
+  void effectsNoBatchCarriesAreWrittenAloneAfterTheLinger() throws Exception {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMillis(100));
+    apply(actor, values(0, 2));
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (entries().size() < 2 && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertEquals(List.of(NONE + "..2:[]", "2..2:[v0, v1]"), entries());
+    apply(actor, values(2, 1));
+    stopAndWait(actor);
+    assertEquals(List.of(NONE + "..2:[]", "2..2:[v0, v1]", "2..3:[]", "3..3:[v2]"), entries());
+  }
+
+  @Test
+  void aZeroLingerWritesEffectsAtOnceInAWriteOfTheirOwn() {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ZERO);
+    apply(actor, values(0, 2));
+    apply(actor, values(2, 2));
+    stopAndWait(actor);
+    assertEquals(List.of(NONE + "..2:[]", "2..2:[v0, v1]", "2..4:[]", "4..4:[v2, v3]"), entries());
+  }
+
+  @Test
+  void effectsCarriedByAWriteThatFailedWithoutCommittingRideOnTheResend() {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
+    apply(actor, values(0, 2));
+    journal.failNextPersisted();
+    BatchOutcome.Rejected failed = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
+    assertTrue(failed.error().isRetriable(), failed.error().getMessage());
+    assertEquals(6, ((BatchOutcome.Applied) apply(actor, values(2, 4))).nextOffset(), "the resend, with more records");
+    stopAndWait(actor);
+    assertEquals(List.of(NONE + "..2:[]", "2..6:[v0, v1]", "6..6:[v2, v3, v4, v5]"), entries(),
+        "the failed write's effects were carried again, once");
+    assertEquals(6, recovered().appliedRecords());
+  }
+
+  @Test
+  void aLoneEffectsWriteThatFailedIsWrittenAgain() throws Exception {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMillis(50));
+    apply(actor, values(0, 2));
+    journal.failNextPersisted();   // the effects' own write, after the linger
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (entries().size() < 2 && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    stopAndWait(actor);
+    assertEquals(List.of(NONE + "..2:[]", "2..2:[v0, v1]"), entries());
+  }
+
+  @Test
+  void effectsTheJournalRefusesAreLostAndTheBatchCarryingThemIsResentWithoutThem() {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
+    apply(actor, values(0, 2));
+    journal.rejectNextPersisted();
+    BatchOutcome.Rejected refused = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
+    assertTrue(refused.error().isRetriable(), refused.error().getMessage());
+    assertTrue(refused.error().getMessage().contains("carried the at-most-once effects"), refused.error().getMessage());
+    // The actor stops after a refusal (as for any refused write); the next incarnation takes the resend.
+    kit.createTestProbe().expectTerminated(actor, Duration.ofSeconds(10));
+    ActorRef<PartitionCommand> next = spawn(Duration.ofMinutes(5));
+    assertEquals(4, ((BatchOutcome.Applied) apply(next, values(2, 2))).nextOffset());
+    stopAndWait(next);
+    assertEquals(List.of(NONE + "..2:[]", "2..4:[]", "4..4:[v2, v3]"), entries(), "offsets 0 and 1: effects lost");
+  }
+
+  /** A fresh incarnation's view of the journal. */
+  private PartitionStatus recovered() {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
+    TestProbe<PartitionStatus> probe = kit.createTestProbe();
+    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
+    PartitionStatus status = probe.receiveMessage(Duration.ofSeconds(10));
+    stopAndWait(actor);
+    return status;
+  }
+}
