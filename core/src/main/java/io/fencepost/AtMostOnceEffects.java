@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import io.fencepost.errors.FatalException;
+import io.fencepost.internal.BatchEvent;
 import org.slf4j.Logger;
 
 /**
@@ -14,9 +15,14 @@ import org.slf4j.Logger;
  * instead of two (the second write used to hold back the next batch).
  *
  * <p>A crash before the write loses them, as at-most-once promises. A write carrying them that fails
- * without committing hands them back ({@link #restore}), because the state they were computed on is
+ * without committing hands them back ({@link #recovered}), because the state they were computed on is
  * still the partition's state; once anything else was written on that state they are lost, logged
- * by {@link #lose}. Used on the actor's thread only.
+ * by {@link #lose}. Every other loss is logged too, the actor's stop included ({@link #stopped}).
+ *
+ * <p>It also remembers an offset write that failed and was not in the journal when the actor
+ * recovered ({@link #acceptFailed}): such a write can still commit late, and when a later write of
+ * this incarnation collides with it, the actor must run that batch's handlers rather than take the
+ * collision for another owner's write ({@link #lateCommit}). Used on the actor's thread only.
  */
 final class AtMostOnceEffects<V, S, E> {
 
@@ -65,6 +71,14 @@ final class AtMostOnceEffects<V, S, E> {
   private Carried<S> carried;
   // Names one carried set, so that a flush timer set for an earlier one does nothing.
   private long generation;
+  // The set the write in flight carries (null: none, or no write in flight).
+  private Carried<S> inWrite;
+  // An offset write that failed and was not journaled at the recovery after it: it may commit late.
+  private FailedAccept failedAccept;
+
+  /** An offset write whose failure left its records' handlers unrun. */
+  private record FailedAccept(long batchesBefore, long nextOffset, List<Inbound<?>> records) {
+  }
 
   AtMostOnceEffects(PartitionActor<V, S, E> actor, Logger log, String name) {
     this.actor = actor;
@@ -139,25 +153,105 @@ final class AtMostOnceEffects<V, S, E> {
     return out;
   }
 
-  /**
-   * A write carrying {@code c} failed without committing and the state they were computed on is
-   * the partition's state again: they wait again, before any that ran since (none can have: the
-   * handlers of the next batch run only after its own write). Returns whether a flush timer is needed.
-   */
-  boolean restore(Carried<S> c) {
-    if (carried != null) {
-      lose(c, "handlers ran again before the failed write was settled");
-      return false;
-    }
-    carried = c;
-    generation++;
-    return true;
+  /** The write about to start carries {@code c} (null: nothing). */
+  void writing(Carried<S> c) {
+    inWrite = c;
   }
 
-  /** The partition recovered on {@code batches} writes: waiting effects computed on another state are lost. */
-  void recovered(long batches) {
+  /** A write committed: what it carried is journaled, and no earlier failed write can commit any more. */
+  void committed() {
+    inWrite = null;
+    failedAccept = null;
+  }
+
+  /** The journal refused the write in flight: what it carried is lost, logged; returns whether it carried any. */
+  boolean refused(Throwable why) {
+    Carried<S> c = inWrite;
+    inWrite = null;
+    if (c != null) {
+      lose(c, "the journal refused the write carrying them: " + why);
+    }
+    return c != null;
+  }
+
+  /**
+   * The offset write of {@code records} failed and recovery did not find it: the batch is resent,
+   * but the write may still commit late, over the resend's or another write's sequence number.
+   */
+  void acceptFailed(BatchEvent event, long batchesBefore, List<Inbound<?>> records) {
+    failedAccept = new FailedAccept(batchesBefore, event.nextOffset(), records);
+  }
+
+  /**
+   * After a restart, on the recovered state ({@code batches} writes, the last by
+   * {@code lastIncarnation}): the effects the failed write carried wait again when nothing was
+   * written since they were computed, are done when that write committed after all, and are lost
+   * otherwise (logged); waiting effects computed on another state are lost. Returns whether effects
+   * wait again (the caller sets a flush timer).
+   */
+  boolean recovered(long batches, String lastIncarnation, String incarnation) {
     if (carried != null && carried.baseBatches != batches) {
       lose(take(), "the partition recovered a state they were not computed on");
+    }
+    Carried<S> c = inWrite;
+    inWrite = null;
+    if (c == null) {
+      return false;
+    }
+    if (batches == c.baseBatches) {
+      if (carried != null) {   // not expected: handlers run only after a batch's write, which settles first
+        lose(c, "other handlers ran before the failed write was settled");
+        return false;
+      }
+      carried = c;
+      generation++;
+      return true;
+    }
+    if (batches != c.baseBatches + 1 || !incarnation.equals(lastIncarnation)) {
+      lose(c, "another incarnation wrote first");
+    }
+    return false;
+  }
+
+  /**
+   * The records of this incarnation's failed offset write when the recovered state shows it
+   * committed late after all (it is the journal's newest entry: the write in flight collided with
+   * it); null otherwise. Their handlers have not run: the caller runs them.
+   */
+  List<Inbound<?>> lateCommit(long batches, long nextOffset, String lastIncarnation, String incarnation) {
+    FailedAccept f = failedAccept;
+    if (f == null || batches != f.batchesBefore + 1 || nextOffset != f.nextOffset
+        || !incarnation.equals(lastIncarnation)) {
+      return null;
+    }
+    failedAccept = null;
+    return f.records;
+  }
+
+  /** Accepted records whose handlers will not run (this incarnation halted or lost its partition): logged. */
+  void skipped(List<Inbound<?>> records, String why) {
+    if (!records.isEmpty()) {
+      log.warn("[{}] the handlers of offsets [{}..{}] did not run: their effects are LOST (at-most-once, never "
+          + "retried): {}", name, records.get(0).offset(), records.get(records.size() - 1).offset(), why);
+    }
+  }
+
+  /**
+   * The actor stopped (a Stop, a forced stop after the pipeline's stop-timeout, the system's end):
+   * effects still waiting are lost, and those of a write that had not reported may be; both logged.
+   */
+  void stopped(int acceptedNotRun) {
+    if (carried != null) {
+      lose(take(), "the actor stopped before they were written");
+    }
+    if (inWrite != null) {
+      log.warn("[{}] the effects of {} may be LOST (at-most-once): the actor stopped before the write carrying "
+          + "them reported", name, inWrite.describe());
+      inWrite = null;
+    }
+    if (acceptedNotRun > 0) {
+      log.warn("[{}] the handlers of {} accepted batch(es) did not run before the actor stopped: their effects "
+          + "are LOST (at-most-once)", name, acceptedNotRun);
     }
   }
 

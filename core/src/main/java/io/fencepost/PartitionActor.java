@@ -5,6 +5,11 @@ import java.util.Optional;
 import java.util.function.Function;
 
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.BehaviorInterceptor;
+import org.apache.pekko.actor.typed.BehaviorSignalInterceptor;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Signal;
+import org.apache.pekko.actor.typed.TypedActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.slf4j.Logger;
 
@@ -134,7 +139,19 @@ public abstract class PartitionActor<V, S, E> {
   private static <V, S, E> Behavior<PartitionCommand> bind(
       org.apache.pekko.actor.typed.javadsl.ActorContext<PartitionCommand> ctx, PartitionContext pc,
       PartitionActor<V, S, E> actor) {
-    return new PartitionBehavior<>(ctx, pc, actor);
+    PartitionBehavior<V, S, E> behavior = new PartitionBehavior<>(ctx, pc, actor);
+    // Outside the behavior's own restart supervision, which holds signals back while it backs off:
+    // a stop forced meanwhile must still be seen.
+    return Behaviors.intercept(() -> new BehaviorSignalInterceptor<PartitionCommand>() {
+      @Override
+      public Behavior<PartitionCommand> aroundSignal(TypedActorContext<PartitionCommand> c, Signal signal,
+          BehaviorInterceptor.SignalTarget<PartitionCommand> target) {
+        if (signal instanceof PostStop) {
+          behavior.stopped();
+        }
+        return target.apply(c, signal);
+      }
+    }, behavior);
   }
 
   // Bridges for PartitionBehavior (same package): the hooks stay protected for users.

@@ -90,8 +90,6 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private int acceptedNotRun;
   // at-most-once: effects whose handlers ran, waiting for a write (the next batch's, or their own)
   private final AtMostOnceEffects<V, S, E> unjournaled;
-  // at-most-once: the waiting effects the write in flight carries (settled when the actor recovers)
-  private AtMostOnceEffects.Carried<S> pendingCarried;
   // at-most-once: a Stop waits for the write of waiting effects; set while it does (a failed write retries)
   private boolean stopAfterWrite;
 
@@ -216,10 +214,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
    * resends the rest. When no single event is at fault the partition halts rather than loop.
    */
   private void onPersistRejected(Throwable failure) {
-    AtMostOnceEffects.Carried<S> carried = pendingCarried;
-    pendingCarried = null;
-    if (carried != null) {
-      unjournaled.lose(carried, "the journal refused the write carrying them: " + failure);
+    if (unjournaled.refused(failure)) {
       if (pendingReplyTo != null) {
         // The batch whose offset write carried them is resent without them.
         org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo = pendingReplyTo;
@@ -316,7 +311,12 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     failedCalls.clear();
     boolean refusedByKey = fencedByKey;
     fencedByKey = false;
-    settleCarried(state);
+    if (unjournaled.recovered(state.batches(), state.lastIncarnation(), incarnation)) {
+      scheduleFlush();
+    }
+    if (lateCommit(state)) {
+      refusedByKey = false;   // the write in flight collided with this incarnation's own late write
+    }
     if (stopAfterWrite) {
       stopAfterWrite = false;
       ctx.getSelf().tell(new PartitionCommand.Stop());   // its write failed: the Stop tries again
@@ -338,23 +338,30 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   }
 
   /**
-   * at-most-once, after a restart: effects a failed write carried wait again when nothing was written
-   * since they were computed, are done when that write committed after all, and are lost otherwise.
+   * at-most-once: an offset write of this incarnation that failed, and was not in the journal at the
+   * recovery after it, committed late (the write in flight met it on the unique key). That batch's
+   * handlers run now; a batch waiting for the write in flight is resent (its records below the
+   * late write's next offset are then dropped as redeliveries). Returns whether it happened.
    */
-  private void settleCarried(PartitionState<S> state) {
-    AtMostOnceEffects.Carried<S> carried = pendingCarried;
-    pendingCarried = null;
-    unjournaled.recovered(state.batches());
-    if (carried == null) {
-      return;
+  private boolean lateCommit(PartitionState<S> state) {
+    List<Inbound<?>> late = unjournaled.lateCommit(state.batches(), state.nextOffset(), state.lastIncarnation(),
+        incarnation);
+    if (late == null) {
+      return false;
     }
-    if (state.batches() == carried.baseBatches()) {
-      if (unjournaled.restore(carried)) {
-        scheduleFlush();
-      }
-    } else if (state.batches() != carried.baseBatches() + 1 || !incarnation.equals(state.lastIncarnation())) {
-      unjournaled.lose(carried, "another incarnation wrote first");
+    ctx.getLog().warn("[{}] the offset write of [{}..{}], which had failed, committed late (the unique-key refusal before this "
+        + "was that write, not another owner's): its handlers run now",
+        partition.shortName(), late.get(0).offset(), late.get(late.size() - 1).offset());
+    acceptedNotRun++;
+    ctx.getSelf().tell(new SelfCommand.RunAccepted(late));
+    if (pendingReplyTo != null) {
+      pendingReplyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
+          + "] an earlier write of this partition committed late, up to offset " + (state.nextOffset() - 1)
+          + "; resend the batch")));
     }
+    clearPending();
+    pendingAccepted = null;
+    return true;
   }
 
   /** After a failed write and a fresh recovery: decide what became of the in-flight batch. */
@@ -390,6 +397,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       replyTo.tell(new BatchOutcome.Rejected(partition, fenced));
       ctx.getSelf().tell(new PartitionCommand.Stop());
       return;
+    }
+    if (accepted != null) {
+      unjournaled.acceptFailed(event, before, accepted);
     }
     replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
         + "] journal write of offsets [" + event.fromOffset() + ".." + (event.nextOffset() - 1)
@@ -603,7 +613,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingAccepted = accepted;
     pendingEvent = accept;
     pendingUserState = carried == null ? state.user() : carried.user();
-    pendingCarried = carried;
+    unjournaled.writing(carried);
     pendingOutcome = outcome;
     pendingReplyTo = cmd.replyTo();
     pendingBatchesBefore = state.batches();
@@ -612,7 +622,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .thenRun(s -> {
           written(outcome, s);
           pendingAccepted = null;
-          pendingCarried = null;
+          unjournaled.committed();
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           acceptedNotRun++;
           ctx.getSelf().tell(new SelfCommand.RunAccepted(accepted));
@@ -623,7 +633,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   /** at-most-once's second step: the handlers of records whose offset is durable run; their effects wait. */
   private Effect<BatchEvent, PartitionState<S>> onRunAccepted(PartitionState<S> state, SelfCommand.RunAccepted cmd) {
     acceptedNotRun = Math.max(0, acceptedNotRun - 1);
-    if (halted != null) {
+    if (halted != null || fenced != null) {
+      unjournaled.skipped(cmd.records(), halted != null ? "the partition halted" : "this incarnation is fenced");
       return Effect().unstashAll();
     }
     if (unjournaled.run(state.user(), state.batches(), cmd.records())) {
@@ -651,6 +662,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return writeWaitingEffects(state).thenUnstashAll();
   }
 
+  /** The actor stopped, however: at-most-once effects not journaled are logged as lost. */
+  void stopped() {
+    unjournaled.stopped(acceptedNotRun);
+  }
+
   /** A Stop waits for at-most-once handlers whose offset is durable, and for the write of their effects. */
   private Effect<BatchEvent, PartitionState<S>> onStop(PartitionState<S> state, PartitionCommand.Stop cmd) {
     if (acceptedNotRun > 0) {
@@ -674,12 +690,12 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         carried.events(), new long[0], 0, 0, List.of(), List.of(), carried.outbox(), List.of(), new long[0]);
     pendingEvent = effects;
     pendingUserState = carried.user();
-    pendingCarried = carried;
+    unjournaled.writing(carried);
     return Effect().persist(effects).thenRun(s -> {
       afterWrite(s);
       pendingEvent = null;
       pendingUserState = null;
-      pendingCarried = null;
+      unjournaled.committed();
     });
   }
 

@@ -5,20 +5,33 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.internal.BatchEvent;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.persistence.testkit.JournalOperation;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.ProcessingPolicy;
+import org.apache.pekko.persistence.testkit.ProcessingResult;
+import org.apache.pekko.persistence.testkit.ProcessingSuccess$;
+import org.apache.pekko.persistence.testkit.StorageFailure;
+import org.apache.pekko.persistence.testkit.WriteEvents;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * At-most-once's journal writes on Pekko's in-memory test journal: a batch's effects ride on the next
@@ -164,6 +177,59 @@ class AtMostOnceWritesTest {
     assertEquals(4, ((BatchOutcome.Applied) apply(next, values(2, 2))).nextOffset());
     stopAndWait(next);
     assertEquals(List.of(NONE + "..2:[]", "2..4:[]", "4..4:[v2, v3]"), entries(), "offsets 0 and 1: effects lost");
+  }
+
+  @Test
+  void anOffsetWriteThatFailedButCommittedLateHasItsHandlersRunWhenALaterWriteMeetsIt() {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
+    apply(actor, values(0, 2));
+    AtomicReference<Object> late = new AtomicReference<>();
+    AtomicInteger writes = new AtomicInteger();
+    journal.withPolicy(new ProcessingPolicy<JournalOperation>() {
+      @Override
+      public ProcessingResult tryProcess(String persistenceId, JournalOperation op) {
+        if (!(op instanceof WriteEvents w)) {
+          return ProcessingSuccess$.MODULE$;
+        }
+        return switch (writes.incrementAndGet()) {
+          case 1 -> {   // offsets 2..3, carrying the effects of 0..1: reported failed (a timeout) ...
+            late.set(w.getBatch().get(0));
+            yield new StorageFailure(new RuntimeException("write timed out"));
+          }
+          case 2 -> new StorageFailure(new SQLException("ERROR: duplicate key value violates unique constraint "
+              + "\"event_journal_pkey\"  Detail: Key (persistence_id, sequence_number)=(" + persistenceId
+              + ", 2) already exists.", "23505"));
+          default -> ProcessingSuccess$.MODULE$;
+        };
+      }
+    });
+    BatchOutcome.Rejected failed = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
+    assertTrue(failed.error().isRetriable(), failed.error().getMessage());
+    // ... but commits late, after the recovery that followed the failure
+    journal.persistForRecovery(partition.persistenceId(), List.of(late.get()));
+    // The Stop writes the effects of 0..1 again, meets the late write on its sequence number, and must
+    // not take it for another incarnation's: offsets 2..3 are durable, so their handlers run now.
+    stopAndWait(actor);
+    assertEquals(List.of(NONE + "..2:[]", "2..4:[v0, v1]", "4..4:[v2, v3]"), entries());
+  }
+
+  @Test
+  void effectsStillWaitingWhenTheActorIsStoppedFromOutsideAreLoggedAsLost() {
+    Logger log = (Logger) LoggerFactory.getLogger("io.fencepost");
+    ListAppender<ILoggingEvent> seen = new ListAppender<>();
+    seen.start();
+    log.addAppender(seen);
+    try {
+      ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
+      apply(actor, values(0, 2));
+      kit.stop(actor, Duration.ofSeconds(10));   // as a pipeline's forced stop does
+      assertEquals(List.of("[t-0] the effects of offsets [0..1] (2 events, 0 outbox records) LOST (at-most-once, "
+          + "never retried): the actor stopped before they were written"), seen.list.stream()
+          .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains("LOST")).toList());
+    } finally {
+      log.detachAppender(seen);
+    }
+    assertEquals(List.of(NONE + "..2:[]"), entries());
   }
 
   /** A fresh incarnation's view of the journal. */

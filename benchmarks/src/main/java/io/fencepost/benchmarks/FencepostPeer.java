@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.DeliveryMode;
+import io.fencepost.PartitionActorSettings;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.PartitionView;
@@ -36,6 +37,8 @@ final class FencepostPeer implements Peer {
   private final int batchRecords;
   private final boolean reconcile;
   private final Duration batchLatency;
+  // The partition actors' snapshot-every; 0: the configured one.
+  private int snapshotEvery;
 
   /**
    * @param batchRecords the pipeline's {@code batch.max-records}
@@ -51,6 +54,13 @@ final class FencepostPeer implements Peer {
     this.batchRecords = batchRecords;
     this.reconcile = reconcile;
     this.batchLatency = batchLatency;
+  }
+
+  /** This peer with the partition actors' {@code snapshot-every} set. */
+  FencepostPeer withSnapshotEvery(int writes) {
+    FencepostPeer copy = new FencepostPeer(mode, batchRecords, reconcile, batchLatency);
+    copy.snapshotEvery = writes;
+    return copy;
   }
 
   @Override
@@ -98,7 +108,9 @@ final class FencepostPeer implements Peer {
           .withBootstrapServers(run.infra().bootstrapServers()).withTopics(List.of(run.topic())).withGroupId(group)
           .withBatch(batchRecords, batchLatency)
           .withKafkaClient(ConsumerConfig.RECEIVE_BUFFER_CONFIG, Consumers.RECEIVE_BUFFER_BYTES);
-      PipelineSettings settings = base.withPartitionActor(base.partitionActor().withDeliveryMode(mode));
+      PartitionActorSettings actors = base.partitionActor().withDeliveryMode(mode);
+      PipelineSettings settings = base.withPartitionActor(snapshotEvery > 0 ? actors.withSnapshotEvery(snapshotEvery)
+          : actors);
       Heap.resetPeak();
       Pipeline pipeline = KafkaPipeline.create(system, ctx -> new CreditingActor(ctx, progress),
           new CreditingActor.PaymentDeserializer(), settings).start();

@@ -23,9 +23,10 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
  * @param count records measured
  * @param p50Ms median, milliseconds
  * @param p99Ms 99th percentile, milliseconds
+ * @param p999Ms 99.9th percentile, milliseconds
  * @param maxMs upper bound of the highest bucket with a record, milliseconds
  */
-record Latency(long count, double p50Ms, double p99Ms, double maxMs) {
+record Latency(long count, double p50Ms, double p99Ms, double p999Ms, double maxMs) {
 
   private static final double[] BUCKETS_NANOS = buckets();
 
@@ -70,7 +71,8 @@ record Latency(long count, double p50Ms, double p99Ms, double maxMs) {
         max = end[i].bucket(TimeUnit.MILLISECONDS);
       }
     }
-    return new Latency(total, percentile(end, counts, 0.5), percentile(end, counts, 0.99), max);
+    return new Latency(total, percentile(end, counts, 0.5), percentile(end, counts, 0.99),
+        percentile(end, counts, 0.999), max);
   }
 
   /** The upper bound of the bucket holding the {@code q} quantile (cumulative counts); NaN if beyond the last. */

@@ -47,11 +47,13 @@ public final class SideBySide {
       }
       case "latency" -> latency(Plan.full(), Double.parseDouble(args.length > 2 ? args[2] : "50000"), results,
           System.out);
+      case "snapshots" -> SnapshotLatency.run(Plan.full(), Double.parseDouble(args.length > 2 ? args[2] : "67900"),
+          results, System.out);
       case "failover" -> Failover.run(results, args.length > 2 ? Integer.parseInt(args[2]) : Failover.DEFAULT_RUNS,
           System.out);
       default -> {
         System.err.println("usage: SideBySide quick|full|profile [results-dir] | latency results-dir records-per-second"
-            + " | failover results-dir [runs]");
+            + " | snapshots results-dir records-per-second | failover results-dir [runs]");
         yield false;
       }
     };
