@@ -2,7 +2,6 @@ package io.fencepost;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.UUID;
 
@@ -23,7 +22,6 @@ import io.fencepost.internal.PartitionState;
 import io.fencepost.internal.SnapshotWriter;
 import io.fencepost.internal.UniqueKeyViolation;
 import io.fencepost.internal.WindowClock;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.persistence.typed.JournalPersistFailed;
@@ -52,8 +50,6 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  * applied, stop), or nothing new (journal failure: reject as retriable).
  */
 final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCommand, BatchEvent, PartitionState<S>> {
-
-  private static final String CALL_TIMEOUT_KEY = PartitionActorSettings.CONFIG_PATH + ".external-call.timeout";
 
   private final ActorContext<PartitionCommand> ctx;
   private final PartitionContext pc;
@@ -100,10 +96,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private boolean fencedByKey;
   // Set when this incarnation lost a write: it answers nothing more but "fenced" until it stops.
   private PartitionFencedException fenced;
-  // The external call in flight (its id): while set, batches wait in the stash.
-  private String callInFlight;
-  // Calls that failed, by idempotency key: the stashed batch that asked for one is rejected with it.
-  private final java.util.Map<String, Throwable> failedCalls = new java.util.HashMap<>();
+  // External calls: while one is in flight, batches wait in the stash.
+  private final ExternalCalls calls;
 
   PartitionBehavior(ActorContext<PartitionCommand> ctx, PartitionContext pc, PartitionActor<V, S, E> actor) {
     super(PersistenceId.ofUniqueId(pc.partition().persistenceId()),
@@ -117,6 +111,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.metrics = new PartitionMetrics(ctx.getSystem(), partition);
     this.selector = new BatchSelector<>(partition, settings, actor, ctx.getLog());
     this.unjournaled = new AtMostOnceEffects<>(actor, ctx.getLog(), partition.shortName());
+    this.calls = new ExternalCalls(ctx, partition, settings);
     this.clock = settings.newWindowClock();
     this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(), partition.persistenceId(),
         partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog());
@@ -307,8 +302,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     clock.recovered(state.lastWriteMillis());
     recoveryGaps = 0;
     // A call of the incarnation before the restart is abandoned: its batch is resent and asks again.
-    callInFlight = null;
-    failedCalls.clear();
+    calls.reset();
     boolean refusedByKey = fencedByKey;
     fencedByKey = false;
     if (unjournaled.recovered(state.batches(), state.lastIncarnation(), incarnation)) {
@@ -420,7 +414,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   public CommandHandler<PartitionCommand, BatchEvent, PartitionState<S>> commandHandler() {
     return newCommandHandlerBuilder().forAnyState()
         .onCommand(PartitionCommand.ApplyBatch.class, (state, cmd) ->
-            callInFlight != null ? Effect().stash() : onApplyBatch(state, cmd))
+            calls.inFlight() ? Effect().stash() : onApplyBatch(state, cmd))
         .onCommand(PartitionCommand.GetStatus.class, (state, cmd) -> {
           cmd.replyTo().tell(status(state));
           return Effect().none();
@@ -432,7 +426,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         // at-most-once: the effects of records whose offset is durable run before the actor stops.
         .onCommand(PartitionCommand.Stop.class, this::onStop)
         .onCommand(SelfCommand.RunAccepted.class, (state, cmd) ->
-            callInFlight != null ? Effect().stash() : onRunAccepted(state, cmd))
+            calls.inFlight() ? Effect().stash() : onRunAccepted(state, cmd))
         .onCommand(SelfCommand.FlushEffects.class, this::onFlushEffects)
         .onCommand(SelfCommand.CallDone.class, this::onCallDone)
         .build();
@@ -554,15 +548,15 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         effects = actor.callOnRecord(user, record);
         if (effects.hasCall()) {
           String key = actor.idempotencyKey(record);
-          Throwable failed = failedCalls.remove(key);
+          FencepostException failed = calls.takeFailure(record, key);
           if (failed != null) {
-            return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, callFailure(record, failed)));
+            return Effect().reply(cmd.replyTo(), new BatchOutcome.Rejected(partition, failed));
           }
           CallOutcome stored = state.callOutcomes().get(key);
           if (stored == null) {
             // Make the call off the actor; this batch waits in the stash (with any that follow) until
             // its outcome is journaled, then runs again and finds the outcome.
-            startCall(record, key, effects.call());
+            calls.start(record, key, effects.call());
             return Effect().stash();
           }
           effects = effects.then(stored.outcome());
@@ -722,51 +716,17 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     clearPending();
   }
 
-  /** Runs an external call on the blocking dispatcher; its outcome comes back as {@code CallDone}. */
-  private void startCall(Inbound<V> record, String key, ExternalCall call) {
-    String callId = UUID.randomUUID().toString();
-    callInFlight = callId;
-    long offset = record.offset();
-    java.util.concurrent.Executor blocking = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
-    java.util.concurrent.CompletableFuture<String> result = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-      try {
-        return Objects.requireNonNull(call.call(key), "the external call returned null; return an outcome text");
-      } catch (RuntimeException e) {
-        throw e;
-      } catch (Exception e) {
-        throw new java.util.concurrent.CompletionException(e);
-      }
-    }, blocking).orTimeout(settings.callTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
-    ctx.getLog().debug("[{}] offset [{}]: external call with idempotency key [{}]", partition.shortName(), offset,
-        key);
-    ctx.pipeToSelf(result, (outcome, failure) -> new SelfCommand.CallDone(callId, offset, key, outcome, failure));
-  }
-
   /** Journals a call's outcome (the offset does not move), then lets the waiting batch run again. */
   private Effect<BatchEvent, PartitionState<S>> onCallDone(PartitionState<S> state, SelfCommand.CallDone done) {
-    if (!done.callId().equals(callInFlight)) {
+    if (!calls.done(done)) {
       return Effect().none();   // a call abandoned by a restart
     }
-    callInFlight = null;
     if (done.failure() != null) {
-      failedCalls.put(done.key(), done.failure());
-      return Effect().unstashAll();
+      return Effect().unstashAll();   // the batch that asked for it is rejected with the failure
     }
     BatchEvent outcome = BatchEvent.callOutcomes(incarnation, state.nextOffset(), clock(state),
         List.of(new CallOutcome(done.offset(), done.key(), done.outcome())));
     return Effect().persist(outcome).thenRun(this::afterWrite).thenUnstashAll();
-  }
-
-  private FencepostException callFailure(Inbound<V> record, Throwable failure) {
-    Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-        ? failure.getCause() : failure;
-    boolean retriable = cause instanceof FencepostException fe ? fe.isRetriable()
-        : cause instanceof java.io.IOException || cause instanceof java.util.concurrent.TimeoutException;
-    String message = cause instanceof java.util.concurrent.TimeoutException
-        ? "external call took longer than " + CALL_TIMEOUT_KEY + " [" + settings.callTimeout() + "]"
-        : "external call failed: " + cause.getMessage();
-    return new HandlerFailedException(partition.entityId(), record.offset(), retriable, cause.getClass().getName(),
-        message, cause);
   }
 
   /** The key window's clock for a write now (see {@link WindowClock}: no node's wall clock moves it). */
