@@ -73,11 +73,15 @@ final class AtMostOnceEffects<V, S, E> {
   private long generation;
   // The set the write in flight carries (null: none, or no write in flight).
   private Carried<S> inWrite;
-  // An offset write that failed and was not journaled at the recovery after it: it may commit late.
-  private FailedAccept failedAccept;
+  // Offset writes that failed and were not journaled at the recovery after each: any one of them may
+  // still commit late (they all wait for the same sequence number), until a write commits.
+  private final List<FailedAccept> failedAccepts = new ArrayList<>();
 
   /** An offset write whose failure left its records' handlers unrun. */
-  private record FailedAccept(long batchesBefore, long nextOffset, List<Inbound<?>> records) {
+  record FailedAccept(long batchesBefore, long fromOffset, long nextOffset, List<Inbound<?>> records) {
+    String describe() {
+      return "[" + fromOffset + ".." + (nextOffset - 1) + "]";
+    }
   }
 
   AtMostOnceEffects(PartitionActor<V, S, E> actor, Logger log, String name) {
@@ -161,7 +165,7 @@ final class AtMostOnceEffects<V, S, E> {
   /** A write committed: what it carried is journaled, and no earlier failed write can commit any more. */
   void committed() {
     inWrite = null;
-    failedAccept = null;
+    failedAccepts.clear();
   }
 
   /** The journal refused the write in flight: what it carried is lost, logged; returns whether it carried any. */
@@ -179,7 +183,7 @@ final class AtMostOnceEffects<V, S, E> {
    * but the write may still commit late, over the resend's or another write's sequence number.
    */
   void acceptFailed(BatchEvent event, long batchesBefore, List<Inbound<?>> records) {
-    failedAccept = new FailedAccept(batchesBefore, event.nextOffset(), records);
+    failedAccepts.add(new FailedAccept(batchesBefore, event.fromOffset(), event.nextOffset(), records));
   }
 
   /**
@@ -214,18 +218,33 @@ final class AtMostOnceEffects<V, S, E> {
   }
 
   /**
-   * The records of this incarnation's failed offset write when the recovered state shows it
-   * committed late after all (it is the journal's newest entry: the write in flight collided with
-   * it); null otherwise. Their handlers have not run: the caller runs them.
+   * This incarnation's failed offset write when the recovered state shows it committed late after all
+   * (it is the journal's newest entry: the write in flight collided with it); null otherwise. Its
+   * records' handlers have not run: the caller runs them.
    */
-  List<Inbound<?>> lateCommit(long batches, long nextOffset, String lastIncarnation, String incarnation) {
-    FailedAccept f = failedAccept;
-    if (f == null || batches != f.batchesBefore + 1 || nextOffset != f.nextOffset
-        || !incarnation.equals(lastIncarnation)) {
+  FailedAccept lateCommit(long batches, long nextOffset, String lastIncarnation, String incarnation) {
+    if (!incarnation.equals(lastIncarnation)) {
       return null;
     }
-    failedAccept = null;
-    return f.records;
+    for (FailedAccept f : failedAccepts) {
+      if (batches == f.batchesBefore + 1 && nextOffset == f.nextOffset) {
+        failedAccepts.clear();
+        return f;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * This incarnation stops taking batches, its partition written by another (fenced) or about to be:
+   * an offset write that failed earlier may yet have committed, and then its handlers never ran.
+   */
+  void abandoned(String why) {
+    for (FailedAccept f : failedAccepts) {
+      log.warn("[{}] the offset write of {} failed earlier and may have committed late; if it did, its handlers "
+          + "never ran and their effects are LOST (at-most-once): {}", name, f.describe(), why);
+    }
+    failedAccepts.clear();
   }
 
   /** Accepted records whose handlers will not run (this incarnation halted or lost its partition): logged. */
@@ -240,7 +259,13 @@ final class AtMostOnceEffects<V, S, E> {
    * The actor stopped (a Stop, a forced stop after the pipeline's stop-timeout, the system's end):
    * effects still waiting are lost, and those of a write that had not reported may be; both logged.
    */
-  void stopped(int acceptedNotRun) {
+  void stopped(int acceptedNotRun, List<Inbound<?>> unsettled) {
+    if (unsettled != null && !unsettled.isEmpty()) {
+      log.warn("[{}] the offset write of [{}..{}] had not reported when the actor stopped; if it committed, its "
+          + "handlers never ran and their effects are LOST (at-most-once)", name, unsettled.get(0).offset(),
+          unsettled.get(unsettled.size() - 1).offset());
+    }
+    abandoned("the actor stopped");
     if (carried != null) {
       lose(take(), "the actor stopped before they were written");
     }

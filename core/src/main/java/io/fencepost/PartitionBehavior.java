@@ -92,6 +92,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private long droppedRedelivery;
   private boolean statementLogged;
   private final long startedNanos = System.nanoTime();
+  // First recovery only, for its log line: when the snapshot arrived (0: none), entries replayed after it.
+  private long snapshotReadNanos;
+  private long replayedEntries;
   // Set when the journal refused the in-flight write on its unique key (counted and logged then).
   private boolean fencedByKey;
   // Set when this incarnation lost a write: it answers nothing more but "fenced" until it stops.
@@ -159,6 +162,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       @Override
       @SuppressWarnings("unchecked")
       public PartitionState<S> fromJournal(Object from) {
+        if (!statementLogged) {
+          snapshotReadNanos = System.nanoTime();
+        }
         PartitionState<S> stored = (PartitionState<S>) from;
         // Re-apply the current window bounds: settings may have changed since the snapshot.
         KeyWindow window = newWindow();
@@ -290,10 +296,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (!statementLogged) {
       statementLogged = true;
       // Part of every fail-over and assignment: how long this partition took to become ready.
-      ctx.getLog().info("[{}] recovered in {} ms: next offset {}, sequence number {}", partition.shortName(),
-          (System.nanoTime() - startedNanos) / 1_000_000,
+      ctx.getLog().info("[{}] recovered in {} ms: next offset {}, sequence number {} ({}, then {} journal "
+          + "entries replayed)", partition.shortName(), (System.nanoTime() - startedNanos) / 1_000_000,
           state.nextOffset() == PartitionState.NO_OFFSET ? "none stored" : Long.toString(state.nextOffset()),
-          lastSequenceNumber(ctx));
+          lastSequenceNumber(ctx), snapshotReadNanos == 0 ? "no snapshot"
+              : "snapshot read after " + (snapshotReadNanos - startedNanos) / 1_000_000 + " ms", replayedEntries);
       if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE) {
         ctx.getLog().warn("[{}] runs AT-MOST-ONCE: a crash between the offset write and the effects loses "
             + "that batch's effects", partition.shortName());
@@ -323,6 +330,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         // A write without a waiting batch (at-most-once effects, a call outcome) lost to another
         // incarnation: this one stops; the next message starts a fresh incarnation on the winner's state.
         fenced = new PartitionFencedException(partition.entityId(), state.nextOffset(), state.nextOffset());
+        unjournaled.abandoned("another incarnation wrote first");
         ctx.getSelf().tell(new PartitionCommand.Stop());
       }
     }
@@ -338,16 +346,17 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
    * late write's next offset are then dropped as redeliveries). Returns whether it happened.
    */
   private boolean lateCommit(PartitionState<S> state) {
-    List<Inbound<?>> late = unjournaled.lateCommit(state.batches(), state.nextOffset(), state.lastIncarnation(),
-        incarnation);
+    AtMostOnceEffects.FailedAccept late = unjournaled.lateCommit(state.batches(), state.nextOffset(),
+        state.lastIncarnation(), incarnation);
     if (late == null) {
       return false;
     }
-    ctx.getLog().warn("[{}] the offset write of [{}..{}], which had failed, committed late (the unique-key refusal before this "
-        + "was that write, not another owner's): its handlers run now",
-        partition.shortName(), late.get(0).offset(), late.get(late.size() - 1).offset());
-    acceptedNotRun++;
-    ctx.getSelf().tell(new SelfCommand.RunAccepted(late));
+    ctx.getLog().warn("[{}] the offset write of {}, which had failed, committed late (the unique-key refusal before "
+        + "this was that write, not another owner's): its handlers run now", partition.shortName(), late.describe());
+    if (!late.records().isEmpty()) {
+      acceptedNotRun++;
+      ctx.getSelf().tell(new SelfCommand.RunAccepted(late.records()));
+    }
     if (pendingReplyTo != null) {
       pendingReplyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
           + "] an earlier write of this partition committed late, up to offset " + (state.nextOffset() - 1)
@@ -388,6 +397,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         ctx.getLog().warn("[{}] {}", partition.shortName(), fenced.getMessage());
       }
       this.fenced = fenced;
+      unjournaled.abandoned("another incarnation wrote first");
       replyTo.tell(new BatchOutcome.Rejected(partition, fenced));
       ctx.getSelf().tell(new PartitionCommand.Stop());
       return;
@@ -456,6 +466,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     } else if (event.fromOffset() != state.nextOffset()) {
       return onJournalGap(state, event);
     } else {
+      replayedEntries++;
       user = state.user();
       try {
         for (Object e : event.events()) {
@@ -658,7 +669,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   /** The actor stopped, however: at-most-once effects not journaled are logged as lost. */
   void stopped() {
-    unjournaled.stopped(acceptedNotRun);
+    unjournaled.stopped(acceptedNotRun, pendingReplyTo != null ? pendingAccepted : null);
   }
 
   /** A Stop waits for at-most-once handlers whose offset is durable, and for the write of their effects. */

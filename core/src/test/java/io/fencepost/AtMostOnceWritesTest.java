@@ -152,14 +152,24 @@ class AtMostOnceWritesTest {
 
   @Test
   void aLoneEffectsWriteThatFailedIsWrittenAgain() throws Exception {
+    AtomicInteger failed = new AtomicInteger();
+    journal.withPolicy(new ProcessingPolicy<JournalOperation>() {
+      @Override
+      public ProcessingResult tryProcess(String persistenceId, JournalOperation op) {
+        boolean effectsAlone = op instanceof WriteEvents w && w.getBatch().get(0) instanceof BatchEvent b
+            && b.fromOffset() == b.nextOffset();
+        return effectsAlone && failed.getAndIncrement() == 0
+            ? new StorageFailure(new RuntimeException("database restarting")) : ProcessingSuccess$.MODULE$;
+      }
+    });
     ActorRef<PartitionCommand> actor = spawn(Duration.ofMillis(50));
     apply(actor, values(0, 2));
-    journal.failNextPersisted();   // the effects' own write, after the linger
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
     while (entries().size() < 2 && System.nanoTime() < deadline) {
       Thread.sleep(10);
     }
     stopAndWait(actor);
+    assertEquals(2, failed.get(), "the effects' own write failed once, then was made again");
     assertEquals(List.of(NONE + "..2:[]", "2..2:[v0, v1]"), entries());
   }
 
@@ -183,6 +193,39 @@ class AtMostOnceWritesTest {
   void anOffsetWriteThatFailedButCommittedLateHasItsHandlersRunWhenALaterWriteMeetsIt() {
     ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
     apply(actor, values(0, 2));
+    AtomicReference<Object> late = failThenCollide();
+    BatchOutcome.Rejected failed = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
+    assertTrue(failed.error().isRetriable(), failed.error().getMessage());
+    // ... but commits late, after the recovery that followed the failure
+    journal.persistForRecovery(partition.persistenceId(), List.of(late.get()));
+    // The Stop writes the effects of 0..1 again, meets the late write on its sequence number, and must
+    // not take it for another incarnation's: offsets 2..3 are durable, so their handlers run now.
+    stopAndWait(actor);
+    assertEquals(List.of(NONE + "..2:[]", "2..4:[v0, v1]", "4..4:[v2, v3]"), entries());
+  }
+
+  @Test
+  void aResendThatMeetsTheLateCommitOfItsFirstWriteRunsItsHandlersOnce() {
+    ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
+    apply(actor, values(0, 2));
+    AtomicReference<Object> late = failThenCollide();
+    assertTrue(assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2))).error().isRetriable());
+    journal.persistForRecovery(partition.persistenceId(), List.of(late.get()));
+    // The pipeline resends the batch: its write meets the late one.
+    BatchOutcome.Rejected again = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
+    assertTrue(again.error().isRetriable(), again.error().getMessage());
+    assertTrue(again.error().getMessage().contains("committed late, up to offset 3"), again.error().getMessage());
+    BatchOutcome.Applied third = assertInstanceOf(BatchOutcome.Applied.class, apply(actor, values(2, 2)));
+    assertEquals(2, third.droppedRedelivery(), "the late write holds them");
+    stopAndWait(actor);
+    assertEquals(List.of(NONE + "..2:[]", "2..4:[v0, v1]", "4..4:[v2, v3]"), entries(), "handlers of 2..3 ran once");
+  }
+
+  /**
+   * The next write (an offset write carrying waiting effects) fails as a timeout would, and is returned
+   * for the test to commit late; the write after it then meets that one on its sequence number (2).
+   */
+  private AtomicReference<Object> failThenCollide() {
     AtomicReference<Object> late = new AtomicReference<>();
     AtomicInteger writes = new AtomicInteger();
     journal.withPolicy(new ProcessingPolicy<JournalOperation>() {
@@ -203,14 +246,7 @@ class AtMostOnceWritesTest {
         };
       }
     });
-    BatchOutcome.Rejected failed = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
-    assertTrue(failed.error().isRetriable(), failed.error().getMessage());
-    // ... but commits late, after the recovery that followed the failure
-    journal.persistForRecovery(partition.persistenceId(), List.of(late.get()));
-    // The Stop writes the effects of 0..1 again, meets the late write on its sequence number, and must
-    // not take it for another incarnation's: offsets 2..3 are durable, so their handlers run now.
-    stopAndWait(actor);
-    assertEquals(List.of(NONE + "..2:[]", "2..4:[v0, v1]", "4..4:[v2, v3]"), entries());
+    return late;
   }
 
   @Test
@@ -222,6 +258,10 @@ class AtMostOnceWritesTest {
     try {
       ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
       apply(actor, values(0, 2));
+      // The handlers run on a message the actor sends itself before its reply; GetState comes after it.
+      TestProbe<Object> state = kit.createTestProbe();
+      actor.tell(new PartitionCommand.GetState(state.ref()));
+      state.receiveMessage(Duration.ofSeconds(10));
       kit.stop(actor, Duration.ofSeconds(10));   // as a pipeline's forced stop does
       assertEquals(List.of("[t-0] the effects of offsets [0..1] (2 events, 0 outbox records) LOST (at-most-once, "
           + "never retried): the actor stopped before they were written"), seen.list.stream()
