@@ -35,6 +35,9 @@ final class AtMostOnceEffects<V, S, E> {
     private S user;
     private final List<Object> events = new ArrayList<>();
     private final List<OutboxRecord> outbox = new ArrayList<>();
+    // The timestamps of the records whose handlers ran into this set, for the end-to-end latency.
+    private long[] timestamps = new long[16];
+    private int records;
     private long firstOffset = -1;
     private long lastOffset = -1;
 
@@ -57,6 +60,20 @@ final class AtMostOnceEffects<V, S, E> {
 
     List<OutboxRecord> outbox() {
       return outbox;
+    }
+
+    /** Calls {@code each} with the timestamp (epoch ms) of every record whose handler ran into this set. */
+    void forEachTimestamp(java.util.function.LongConsumer each) {
+      for (int i = 0; i < records; i++) {
+        each.accept(timestamps[i]);
+      }
+    }
+
+    private void ran(Inbound<?> record) {
+      if (records == timestamps.length) {
+        timestamps = java.util.Arrays.copyOf(timestamps, records * 2);
+      }
+      timestamps[records++] = record.timestamp().toEpochMilli();
     }
 
     String describe() {
@@ -94,10 +111,11 @@ final class AtMostOnceEffects<V, S, E> {
    * Runs the handlers of accepted records on the state after {@code baseBatches} writes (or after the
    * effects already waiting here). A handler that throws loses its record, logged. Returns whether
    * this started a new set of waiting effects: the caller then sets a flush timer for
-   * {@link #generation()}.
+   * {@link #generation()}. When nothing waits afterwards (the handlers asked for no effect), the
+   * timestamps of the records that ran go to {@code done}: their effects are complete now.
    */
   @SuppressWarnings("unchecked")
-  boolean run(S state, long baseBatches, List<Inbound<?>> records) {
+  boolean run(S state, long baseBatches, List<Inbound<?>> records, java.util.function.LongConsumer done) {
     boolean started = carried == null;
     Carried<S> into = started ? new Carried<>(baseBatches, state) : carried;
     S user = into.user;
@@ -117,6 +135,7 @@ final class AtMostOnceEffects<V, S, E> {
         }
         // Only a record whose handler and every applyEvent returned counts.
         user = next;
+        into.ran(record);
         if (!events.isEmpty() || !effects.outbox().isEmpty()) {
           into.events.addAll(events);
           into.outbox.addAll(effects.outbox());
@@ -130,7 +149,8 @@ final class AtMostOnceEffects<V, S, E> {
     }
     into.user = user;
     if (into.events.isEmpty() && into.outbox.isEmpty()) {
-      return false;   // nothing to write
+      into.forEachTimestamp(done);   // nothing to write (a set that waits always has something)
+      return false;
     }
     if (started) {
       carried = into;
@@ -162,10 +182,15 @@ final class AtMostOnceEffects<V, S, E> {
     inWrite = c;
   }
 
-  /** A write committed: what it carried is journaled, and no earlier failed write can commit any more. */
-  void committed() {
+  /**
+   * A write committed: what it carried is journaled (returned, or null), and no earlier failed write
+   * can commit any more.
+   */
+  Carried<S> committed() {
+    Carried<S> c = inWrite;
     inWrite = null;
     failedAccepts.clear();
+    return c;
   }
 
   /** The journal refused the write in flight: what it carried is lost, logged; returns whether it carried any. */

@@ -614,7 +614,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     BatchOutcome.Applied outcome = new BatchOutcome.Applied(partition, sel.nextOffset, sel.fresh.size(),
         sel.droppedRedelivery, sel.droppedByKey, true, sel.deadLetters.size(), 0);
     List<Inbound<?>> accepted = List.copyOf(sel.fresh);
-    pendingRecords = accepted;
+    // Their latency is recorded once their effects are journaled (see effectsDurable), not now.
+    pendingRecords = List.of();
     pendingAccepted = accepted;
     pendingEvent = accept;
     pendingUserState = carried == null ? state.user() : carried.user();
@@ -627,7 +628,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .thenRun(s -> {
           written(outcome, s);
           pendingAccepted = null;
-          unjournaled.committed();
+          effectsDurable(unjournaled.committed());
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           acceptedNotRun++;
           ctx.getSelf().tell(new SelfCommand.RunAccepted(accepted));
@@ -642,7 +643,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       unjournaled.skipped(cmd.records(), halted != null ? "the partition halted" : "this incarnation is fenced");
       return Effect().unstashAll();
     }
-    if (unjournaled.run(state.user(), state.batches(), cmd.records())) {
+    if (unjournaled.run(state.user(), state.batches(), cmd.records(),
+        ts -> metrics.durable(ts, System.currentTimeMillis()))) {
       if (settings.atMostOnceLinger().isZero()) {
         return writeWaitingEffects(state).thenUnstashAll();
       }
@@ -665,6 +667,14 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       return Effect().none();
     }
     return writeWaitingEffects(state).thenUnstashAll();
+  }
+
+  /** at-most-once: the effects of these records are journaled now (the end-to-end latency ends here). */
+  private void effectsDurable(AtMostOnceEffects.Carried<S> carried) {
+    if (carried != null) {
+      long now = System.currentTimeMillis();
+      carried.forEachTimestamp(ts -> metrics.durable(ts, now));
+    }
   }
 
   /** The actor stopped, however: at-most-once effects not journaled are logged as lost. */
@@ -700,7 +710,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
       afterWrite(s);
       pendingEvent = null;
       pendingUserState = null;
-      unjournaled.committed();
+      effectsDurable(unjournaled.committed());
     });
   }
 

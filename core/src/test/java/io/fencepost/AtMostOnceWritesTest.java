@@ -28,6 +28,7 @@ import org.apache.pekko.persistence.testkit.StorageFailure;
 import org.apache.pekko.persistence.testkit.WriteEvents;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -45,6 +46,11 @@ class AtMostOnceWritesTest {
           .withFallback(PersistenceTestKitSnapshotPlugin.config())
           .withFallback(ConfigFactory.load()));
   private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
+  private static final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+
+  static {
+    FencepostMeters.get(kit.system()).use(meters);
+  }
 
   private PartitionId partition;
 
@@ -92,6 +98,19 @@ class AtMostOnceWritesTest {
     return out;
   }
 
+  /** Records whose end-to-end latency was recorded (their effects are journaled). */
+  private long latencies() {
+    var timer = meters.find("fencepost.effect.latency").tag("group", partition.group()).timer();
+    return timer == null ? 0 : timer.count();
+  }
+
+  /** The handlers run on a message the actor sends itself before its reply; a GetState comes after it. */
+  private void awaitHandlers(ActorRef<PartitionCommand> actor) {
+    TestProbe<Object> state = kit.createTestProbe();
+    actor.tell(new PartitionCommand.GetState(state.ref()));
+    state.receiveMessage(Duration.ofSeconds(10));
+  }
+
   private void stopAndWait(ActorRef<PartitionCommand> actor) {
     actor.tell(new PartitionCommand.Stop());
     kit.createTestProbe().expectTerminated(actor, Duration.ofSeconds(10));
@@ -105,7 +124,10 @@ class AtMostOnceWritesTest {
     assertEquals(3, ((BatchOutcome.Applied) apply(actor, values(0, 3))).nextOffset());
     assertEquals(6, ((BatchOutcome.Applied) apply(actor, values(3, 3))).nextOffset());
     assertEquals(9, ((BatchOutcome.Applied) apply(actor, values(6, 3))).nextOffset());
+    awaitHandlers(actor);
+    assertEquals(6, latencies(), "end-to-end latency: recorded once a record's effects are journaled");
     stopAndWait(actor);
+    assertEquals(9, latencies());
     assertEquals(List.of(
         NONE + "..3:[]",
         "3..6:[v0, v1, v2]",
@@ -258,10 +280,7 @@ class AtMostOnceWritesTest {
     try {
       ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
       apply(actor, values(0, 2));
-      // The handlers run on a message the actor sends itself before its reply; GetState comes after it.
-      TestProbe<Object> state = kit.createTestProbe();
-      actor.tell(new PartitionCommand.GetState(state.ref()));
-      state.receiveMessage(Duration.ofSeconds(10));
+      awaitHandlers(actor);
       kit.stop(actor, Duration.ofSeconds(10));   // as a pipeline's forced stop does
       assertEquals(List.of("[t-0] the effects of offsets [0..1] (2 events, 0 outbox records) LOST (at-most-once, "
           + "never retried): the actor stopped before they were written"), seen.list.stream()
