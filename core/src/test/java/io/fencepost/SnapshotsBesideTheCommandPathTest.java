@@ -116,6 +116,31 @@ class SnapshotsBesideTheCommandPathTest {
     stopAndWait(third);
   }
 
+  @Test
+  void aRecoveryFromASnapshotKeepsTheKeyWindowOrAppliesBoundsChangedSince() throws Exception {
+    PartitionActorSettings settings = PartitionActorSettings.create(kit.system()).withSnapshotEvery(2);
+    ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(partition, settings,
+        PartitionActorTest.Counter::new));
+    for (long o = 0; o < 4; o++) {   // business keys k0..k3, one write each: snapshots at 2 and 4
+      InMemoryPartitions.apply(kit, actor, List.of(Inbound.of(partition, o, "k" + o)));
+    }
+    await(() -> storedSequenceNrs().contains(4L));
+    stopAndWait(actor);
+
+    ActorRef<PartitionCommand> same = kit.spawn(PartitionActor.behavior(partition, settings,
+        PartitionActorTest.Counter::new));
+    assertEquals(1, InMemoryPartitions.apply(kit, same, List.of(Inbound.of(partition, 4, "k0"))).droppedByKey(),
+        "same bounds: the window as stored");
+    stopAndWait(same);
+
+    ActorRef<PartitionCommand> smaller = kit.spawn(PartitionActor.behavior(partition,
+        settings.withKeyWindow(true, 2, Duration.ofHours(24)), PartitionActorTest.Counter::new));
+    assertEquals(0, InMemoryPartitions.apply(kit, smaller, List.of(Inbound.of(partition, 5, "k1"))).droppedByKey(),
+        "two keys kept (k2, k3): k1 is forgotten");
+    assertEquals(1, InMemoryPartitions.apply(kit, smaller, List.of(Inbound.of(partition, 6, "k3"))).droppedByKey());
+    stopAndWait(smaller);
+  }
+
   private static List<Long> storedSequenceNrs() {
     return SlowSnapshotStore.stored.values().stream().map(s -> s.metadata().sequenceNr()).toList();
   }

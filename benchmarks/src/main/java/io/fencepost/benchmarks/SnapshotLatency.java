@@ -71,14 +71,16 @@ final class SnapshotLatency {
         machine.summary(), plan.partitions(), offered, Comparison.BATCH_RECORDS,
         FencepostPeer.BATCH_LATENCY.toMillis(), plan.latencyRun().toSeconds(),
         plan.latencyRun().dividedBy(4).toSeconds()));
-    sb.append("| run | snapshot-every | achieved records/s | CPU | p50 ms | p99 ms | p99.9 ms | max ms | dup | loss |\n");
-    sb.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    sb.append("| run | snapshot-every | achieved records/s | CPU | p50 ms | p99 ms | p99.9 ms | max ms | WAL bytes / record "
+        + "| dup | loss |\n");
+    sb.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int i = 0;
     for (Point p : points) {
       Latency l = p.paced().outcome().latency();
-      sb.append(String.format(Locale.ROOT, "| %d | %,d | %,.0f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %d | %d |%n",
+      Outcome o = p.paced().outcome();
+      sb.append(String.format(Locale.ROOT, "| %d | %,d | %,.0f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %,.0f | %d | %d |%n",
           ++i / 2 + i % 2, p.snapshotEvery(), p.paced().achievedRate(), 100 * p.paced().cpuMean(), l.p50Ms(), l.p99Ms(),
-          l.p999Ms(), l.maxMs(), p.paced().outcome().duplicates(), p.paced().outcome().losses()));
+          l.p999Ms(), l.maxMs(), (double) o.database().walBytes() / o.records(), o.duplicates(), o.losses()));
     }
     double often = medianP999(points, OFTEN);
     double never = medianP999(points, NEVER);
