@@ -215,10 +215,11 @@ final class AtMostOnceEffects<V, S, E> {
    * After a restart, on the recovered state ({@code batches} writes, the last by
    * {@code lastIncarnation}): the effects the failed write carried wait again when nothing was
    * written since they were computed, are done when that write committed after all, and are lost
-   * otherwise (logged); waiting effects computed on another state are lost. Returns whether effects
-   * wait again (the caller sets a flush timer).
+   * otherwise (logged); waiting effects computed on another state are lost. Effects found journaled
+   * go to {@code journaled}. Returns whether effects wait again (the caller sets a flush timer).
    */
-  boolean recovered(long batches, String lastIncarnation, String incarnation) {
+  boolean recovered(long batches, String lastIncarnation, String incarnation,
+      java.util.function.Consumer<Carried<S>> journaled) {
     if (carried != null && carried.baseBatches != batches) {
       lose(take(), "the partition recovered a state they were not computed on");
     }
@@ -238,6 +239,8 @@ final class AtMostOnceEffects<V, S, E> {
     }
     if (batches != c.baseBatches + 1 || !incarnation.equals(lastIncarnation)) {
       lose(c, "another incarnation wrote first");
+    } else {
+      journaled.accept(c);   // the write that reported a failure committed after all
     }
     return false;
   }

@@ -171,7 +171,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         KeyWindow window = newWindow();
         KeyWindow restored = stored.window();
         if (window != null && restored != null) {
-          if (restored.maxKeys() == window.maxKeys() && restored.maxAgeMillis() == window.maxAgeMillis()) {
+          if (restored.maxKeys() == window.maxKeys() && restored.maxAgeMillis() == window.maxAgeMillis()
+              && restored.size() <= window.maxKeys()) {
             window = restored;
           } else {
             restored.forEach(window::add);
@@ -318,7 +319,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     calls.reset();
     boolean refusedByKey = fencedByKey;
     fencedByKey = false;
-    if (unjournaled.recovered(state.batches(), state.lastIncarnation(), incarnation)) {
+    if (unjournaled.recovered(state.batches(), state.lastIncarnation(), incarnation, this::effectsDurable)) {
       scheduleFlush();
     }
     if (lateCommit(state)) {
