@@ -26,15 +26,15 @@ public final class FencepostMeters implements Extension {
   private static final ExtensionId<FencepostMeters> ID = new ExtensionId<>() {
     @Override
     public FencepostMeters createExtension(ActorSystem<?> system) {
-      return new FencepostMeters(system);
+      return new FencepostMeters();
     }
   };
 
-  private final ActorSystem<?> system;
   private volatile MeterRegistry registry = Metrics.globalRegistry;
+  // Set once this system registered a meter: use() then refuses another registry.
+  private volatile boolean registered;
 
-  private FencepostMeters(ActorSystem<?> system) {
-    this.system = system;
+  private FencepostMeters() {
   }
 
   /** This actor system's meters. */
@@ -51,7 +51,7 @@ public final class FencepostMeters implements Extension {
   public synchronized FencepostMeters use(MeterRegistry registry) {
     Objects.requireNonNull(registry, "registry");
     // Only this system's meters count: other actor systems of the JVM may share the global registry.
-    if (registry != this.registry && io.fencepost.internal.SharedGauges.get(system).registered()) {
+    if (registry != this.registry && registered) {
       throw new IllegalStateException("FencepostMeters.use(" + registry.getClass().getSimpleName() + ") came after "
           + "meters were registered in " + this.registry.getClass().getSimpleName() + ": call it right after "
           + "creating the actor system, before any partition actor or pipeline starts");
@@ -60,8 +60,17 @@ public final class FencepostMeters implements Extension {
     return this;
   }
 
-  /** The registry Fencepost's meters go to. */
+  /** The registry Fencepost's meters go to (to read them). */
   public MeterRegistry registry() {
+    return registry;
+  }
+
+  /**
+   * The registry for a meter about to be registered. Fencepost's own meter code calls it; from then
+   * on {@link #use} refuses another registry. Applications read the meters with {@link #registry()}.
+   */
+  public synchronized MeterRegistry registryForNewMeter() {
+    registered = true;
     return registry;
   }
 }

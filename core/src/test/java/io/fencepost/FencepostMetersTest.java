@@ -50,6 +50,19 @@ class FencepostMetersTest {
   }
 
   @Test
+  void anotherActorSystemsMetersInTheGlobalRegistryDoNotStopThisOneFromChoosingItsOwn() {
+    ActorTestKit first = ActorTestKit.create();
+    try {
+      SharedGauges.get(first.system()).gauge("fencepost.partition.lag", "lag", partition);   // global registry
+      SimpleMeterRegistry mine = new SimpleMeterRegistry();
+      assertSame(mine, FencepostMeters.get(kit.system()).use(mine).registry());
+    } finally {
+      SharedGauges.get(first.system()).removePartition(partition);
+      first.shutdownTestKit();
+    }
+  }
+
+  @Test
   void aGaugeIsRegisteredOnceAndItsCellSharedThenRemovedWithThePartitionWhileCountersStay() {
     CompositeMeterRegistry composite = new CompositeMeterRegistry();
     SimpleMeterRegistry child = new SimpleMeterRegistry();

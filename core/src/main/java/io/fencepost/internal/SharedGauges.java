@@ -33,7 +33,6 @@ public final class SharedGauges implements Extension {
   };
 
   private final FencepostMeters meters;
-  private volatile boolean registered;
   private final Map<String, AtomicLong> cells = new ConcurrentHashMap<>();
   private final Map<String, Gauge> gauges = new ConcurrentHashMap<>();
   private final Map<String, AtomicReference<DoubleSupplier>> suppliers = new ConcurrentHashMap<>();
@@ -48,13 +47,7 @@ public final class SharedGauges implements Extension {
 
   /** The registry this system's meters are registered in; from the first call on, FencepostMeters.use refuses another. */
   public MeterRegistry registry() {
-    registered = true;
-    return meters.registry();
-  }
-
-  /** Whether this system registered a meter already (handed out its registry for one). */
-  public boolean registered() {
-    return registered;
+    return meters.registryForNewMeter();
   }
 
   /** The tags of a partition's meters: group, topic, partition. */
