@@ -1,7 +1,10 @@
 package io.fencepost;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.LongConsumer;
 
 import io.fencepost.errors.FatalException;
 import io.fencepost.internal.BatchEvent;
@@ -63,7 +66,7 @@ final class AtMostOnceEffects<V, S, E> {
     }
 
     /** Calls {@code each} with the timestamp (epoch ms) of every record whose handler ran into this set. */
-    void forEachTimestamp(java.util.function.LongConsumer each) {
+    void forEachTimestamp(LongConsumer each) {
       for (int i = 0; i < records; i++) {
         each.accept(timestamps[i]);
       }
@@ -71,13 +74,13 @@ final class AtMostOnceEffects<V, S, E> {
 
     private void ran(Inbound<?> record) {
       if (records == timestamps.length) {
-        timestamps = java.util.Arrays.copyOf(timestamps, records * 2);
+        timestamps = Arrays.copyOf(timestamps, records * 2);
       }
       timestamps[records++] = record.timestamp().toEpochMilli();
     }
 
     String describe() {
-      return "offsets [" + firstOffset + ".." + lastOffset + "] (" + events.size() + " events, " + outbox.size()
+      return "offsets " + range(firstOffset, lastOffset) + " (" + events.size() + " events, " + outbox.size()
           + " outbox records)";
     }
   }
@@ -97,8 +100,16 @@ final class AtMostOnceEffects<V, S, E> {
   /** An offset write whose failure left its records' handlers unrun. */
   record FailedAccept(long batchesBefore, long fromOffset, long nextOffset, List<Inbound<?>> records) {
     String describe() {
-      return "[" + fromOffset + ".." + (nextOffset - 1) + "]";
+      return range(fromOffset, nextOffset - 1);
     }
+  }
+
+  private static String range(long first, long last) {
+    return "[" + first + ".." + last + "]";
+  }
+
+  private static String range(List<Inbound<?>> records) {
+    return range(records.get(0).offset(), records.get(records.size() - 1).offset());
   }
 
   AtMostOnceEffects(PartitionActor<V, S, E> actor, Logger log, String name) {
@@ -115,7 +126,7 @@ final class AtMostOnceEffects<V, S, E> {
    * timestamps of the records that ran go to {@code done}: their effects are complete now.
    */
   @SuppressWarnings("unchecked")
-  boolean run(S state, long baseBatches, List<Inbound<?>> records, java.util.function.LongConsumer done) {
+  boolean run(S state, long baseBatches, List<Inbound<?>> records, LongConsumer done) {
     boolean started = carried == null;
     Carried<S> into = started ? new Carried<>(baseBatches, state) : carried;
     S user = into.user;
@@ -128,16 +139,14 @@ final class AtMostOnceEffects<V, S, E> {
               + "journaled before the offset); use exactly-once or at-least-once");
         }
         S next = user;
-        List<Object> events = new ArrayList<>(effects.events().size());
         for (E event : effects.events()) {
           next = actor.callApplyEvent(next, event);
-          events.add(event);
         }
         // Only a record whose handler and every applyEvent returned counts.
         user = next;
         into.ran(record);
-        if (!events.isEmpty() || !effects.outbox().isEmpty()) {
-          into.events.addAll(events);
+        if (!effects.events().isEmpty() || !effects.outbox().isEmpty()) {
+          into.events.addAll(effects.events());
           into.outbox.addAll(effects.outbox());
           into.firstOffset = into.firstOffset < 0 ? record.offset() : into.firstOffset;
           into.lastOffset = record.offset();
@@ -219,7 +228,7 @@ final class AtMostOnceEffects<V, S, E> {
    * go to {@code journaled}. Returns whether effects wait again (the caller sets a flush timer).
    */
   boolean recovered(long batches, String lastIncarnation, String incarnation,
-      java.util.function.Consumer<Carried<S>> journaled) {
+      Consumer<Carried<S>> journaled) {
     if (carried != null && carried.baseBatches != batches) {
       lose(take(), "the partition recovered a state they were not computed on");
     }
@@ -278,8 +287,8 @@ final class AtMostOnceEffects<V, S, E> {
   /** Accepted records whose handlers will not run (this incarnation halted or lost its partition): logged. */
   void skipped(List<Inbound<?>> records, String why) {
     if (!records.isEmpty()) {
-      log.warn("[{}] the handlers of offsets [{}..{}] did not run: their effects are LOST (at-most-once, never "
-          + "retried): {}", name, records.get(0).offset(), records.get(records.size() - 1).offset(), why);
+      log.warn("[{}] the handlers of offsets {} did not run: their effects are LOST (at-most-once, never "
+          + "retried): {}", name, range(records), why);
     }
   }
 
@@ -289,9 +298,8 @@ final class AtMostOnceEffects<V, S, E> {
    */
   void stopped(int acceptedNotRun, List<Inbound<?>> unsettled) {
     if (unsettled != null && !unsettled.isEmpty()) {
-      log.warn("[{}] the offset write of [{}..{}] had not reported when the actor stopped; if it committed, its "
-          + "handlers never ran and their effects are LOST (at-most-once)", name, unsettled.get(0).offset(),
-          unsettled.get(unsettled.size() - 1).offset());
+      log.warn("[{}] the offset write of {} had not reported when the actor stopped; if it committed, its "
+          + "handlers never ran and their effects are LOST (at-most-once)", name, range(unsettled));
     }
     abandoned("the actor stopped");
     if (carried != null) {

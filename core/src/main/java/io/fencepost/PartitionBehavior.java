@@ -228,7 +228,6 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo = pendingReplyTo;
         BatchEvent event = pendingEvent;
         clearPending();
-        pendingAccepted = null;
         replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
             + "] the journal refused the write of " + offsets(event) + ", which carried the at-most-once effects "
             + "of an earlier batch (lost, logged); resend the batch")));
@@ -245,7 +244,6 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo = pendingReplyTo;
     long[] offsets = pendingEventOffsets;
     clearPending();
-    pendingAccepted = null;
     org.apache.pekko.serialization.Serialization serialization = org.apache.pekko.serialization.SerializationExtension
         .get(org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(ctx.getSystem()));
     for (int i = 0; i < event.events().size(); i++) {
@@ -370,7 +368,6 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
           + "; resend the batch")));
     }
     clearPending();
-    pendingAccepted = null;
     return true;
   }
 
@@ -380,9 +377,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     BatchEvent event = pendingEvent;
     BatchOutcome.Applied outcome = pendingOutcome;
     long before = pendingBatchesBefore;
-    clearPending();
     List<Inbound<?>> accepted = pendingAccepted;
-    pendingAccepted = null;
+    clearPending();
     if (state.batches() > before && incarnation.equals(state.lastIncarnation())
         && state.nextOffset() >= event.nextOffset() && state.batches() == before + 1) {
       // The write committed although the journal reported a failure (e.g. a timeout).
@@ -425,6 +421,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     pendingReplyTo = null;
     pendingRecords = List.of();
     pendingEventOffsets = new long[0];
+    pendingAccepted = null;
   }
 
   @Override
@@ -624,17 +621,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     // Their latency is recorded once their effects are journaled (see effectsDurable), not now.
     pendingRecords = List.of();
     pendingAccepted = accepted;
-    pendingEvent = accept;
-    pendingUserState = carried == null ? state.user() : carried.user();
     unjournaled.writing(carried);
-    pendingOutcome = outcome;
-    pendingReplyTo = cmd.replyTo();
-    pendingBatchesBefore = state.batches();
-    pendingStartNanos = System.nanoTime();
+    inFlight(state, accept, carried == null ? state.user() : carried.user(), outcome, cmd.replyTo());
     return Effect().persist(accept)
         .thenRun(s -> {
           written(outcome, s);
-          pendingAccepted = null;
           effectsDurable(unjournaled.committed());
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           acceptedNotRun++;
@@ -686,7 +677,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   /** The actor stopped, however: at-most-once effects not journaled are logged as lost. */
   void stopped() {
-    unjournaled.stopped(acceptedNotRun, pendingReplyTo != null ? pendingAccepted : null);
+    unjournaled.stopped(acceptedNotRun, pendingAccepted);
   }
 
   /** A Stop waits for at-most-once handlers whose offset is durable, and for the write of their effects. */
@@ -723,15 +714,21 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private ReplyEffect<BatchEvent, PartitionState<S>> persist(PartitionState<S> state, BatchEvent event, S user,
       BatchOutcome.Applied outcome, org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo) {
+    inFlight(state, event, user, outcome, replyTo);
+    return Effect().persist(event)
+        .thenRun(s -> written(outcome, s))
+        .thenReply(replyTo, s -> outcome);
+  }
+
+  /** Remembers the batch whose write starts now, for the reply and for the verdict if the write fails. */
+  private void inFlight(PartitionState<S> state, BatchEvent event, S user, BatchOutcome.Applied outcome,
+      org.apache.pekko.actor.typed.ActorRef<BatchOutcome> replyTo) {
     pendingEvent = event;
     pendingUserState = user;
     pendingOutcome = outcome;
     pendingReplyTo = replyTo;
     pendingBatchesBefore = state.batches();
     pendingStartNanos = System.nanoTime();
-    return Effect().persist(event)
-        .thenRun(s -> written(outcome, s))
-        .thenReply(replyTo, s -> outcome);
   }
 
   private void written(BatchOutcome.Applied outcome, PartitionState<S> state) {

@@ -14,19 +14,16 @@ import java.util.concurrent.atomic.AtomicReference;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import com.typesafe.config.ConfigFactory;
 import io.fencepost.internal.BatchEvent;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.persistence.testkit.JournalOperation;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
 import org.apache.pekko.persistence.testkit.ProcessingPolicy;
 import org.apache.pekko.persistence.testkit.ProcessingResult;
 import org.apache.pekko.persistence.testkit.ProcessingSuccess$;
 import org.apache.pekko.persistence.testkit.StorageFailure;
 import org.apache.pekko.persistence.testkit.WriteEvents;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
@@ -41,10 +38,7 @@ import org.slf4j.LoggerFactory;
  */
 class AtMostOnceWritesTest {
 
-  private static final ActorTestKit kit = ActorTestKit.create("at-most-once-writes-test",
-      PersistenceTestKitPlugin.getInstance().config()
-          .withFallback(PersistenceTestKitSnapshotPlugin.config())
-          .withFallback(ConfigFactory.load()));
+  private static final ActorTestKit kit = InMemoryPartitions.kit("at-most-once-writes-test");
   private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
   private static final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
@@ -111,6 +105,14 @@ class AtMostOnceWritesTest {
     state.receiveMessage(Duration.ofSeconds(10));
   }
 
+  /** Waits (at most 10 s) until the journal holds {@code count} entries of this partition. */
+  private void awaitEntries(int count) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (entries().size() < count && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+  }
+
   private void stopAndWait(ActorRef<PartitionCommand> actor) {
     actor.tell(new PartitionCommand.Stop());
     kit.createTestProbe().expectTerminated(actor, Duration.ofSeconds(10));
@@ -139,10 +141,7 @@ class AtMostOnceWritesTest {
   void effectsNoBatchCarriesAreWrittenAloneAfterTheLinger() throws Exception {
     ActorRef<PartitionCommand> actor = spawn(Duration.ofMillis(100));
     apply(actor, values(0, 2));
-    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    while (entries().size() < 2 && System.nanoTime() < deadline) {
-      Thread.sleep(10);
-    }
+    awaitEntries(2);
     assertEquals(List.of(NONE + "..2:[]", "2..2:[v0, v1]"), entries());
     apply(actor, values(2, 1));
     stopAndWait(actor);
@@ -186,10 +185,7 @@ class AtMostOnceWritesTest {
     });
     ActorRef<PartitionCommand> actor = spawn(Duration.ofMillis(50));
     apply(actor, values(0, 2));
-    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    while (entries().size() < 2 && System.nanoTime() < deadline) {
-      Thread.sleep(10);
-    }
+    awaitEntries(2);
     stopAndWait(actor);
     assertEquals(2, failed.get(), "the effects' own write failed once, then was made again");
     assertEquals(List.of(NONE + "..2:[]", "2..2:[v0, v1]"), entries());
@@ -215,11 +211,7 @@ class AtMostOnceWritesTest {
   void anOffsetWriteThatFailedButCommittedLateHasItsHandlersRunWhenALaterWriteMeetsIt() {
     ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
     apply(actor, values(0, 2));
-    AtomicReference<Object> late = failThenCollide();
-    BatchOutcome.Rejected failed = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
-    assertTrue(failed.error().isRetriable(), failed.error().getMessage());
-    // ... but commits late, after the recovery that followed the failure
-    journal.persistForRecovery(partition.persistenceId(), List.of(late.get()));
+    offsetWriteFailsThenCommitsLate(actor);
     // The Stop writes the effects of 0..1 again, meets the late write on its sequence number, and must
     // not take it for another incarnation's: offsets 2..3 are durable, so their handlers run now.
     stopAndWait(actor);
@@ -230,9 +222,7 @@ class AtMostOnceWritesTest {
   void aResendThatMeetsTheLateCommitOfItsFirstWriteRunsItsHandlersOnce() {
     ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
     apply(actor, values(0, 2));
-    AtomicReference<Object> late = failThenCollide();
-    assertTrue(assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2))).error().isRetriable());
-    journal.persistForRecovery(partition.persistenceId(), List.of(late.get()));
+    offsetWriteFailsThenCommitsLate(actor);
     // The pipeline resends the batch: its write meets the late one.
     BatchOutcome.Rejected again = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
     assertTrue(again.error().isRetriable(), again.error().getMessage());
@@ -244,10 +234,11 @@ class AtMostOnceWritesTest {
   }
 
   /**
-   * The next write (an offset write carrying waiting effects) fails as a timeout would, and is returned
-   * for the test to commit late; the write after it then meets that one on its sequence number (2).
+   * The offset write of 2..3 (carrying the waiting effects of 0..1) fails as a timeout would and is
+   * answered retriable; it then commits late, after the recovery that followed the failure, so the
+   * actor's next write meets it on its sequence number (2).
    */
-  private AtomicReference<Object> failThenCollide() {
+  private void offsetWriteFailsThenCommitsLate(ActorRef<PartitionCommand> actor) {
     AtomicReference<Object> late = new AtomicReference<>();
     AtomicInteger writes = new AtomicInteger();
     journal.withPolicy(new ProcessingPolicy<JournalOperation>() {
@@ -268,7 +259,9 @@ class AtMostOnceWritesTest {
         };
       }
     });
-    return late;
+    BatchOutcome.Rejected failed = assertInstanceOf(BatchOutcome.Rejected.class, apply(actor, values(2, 2)));
+    assertTrue(failed.error().isRetriable(), failed.error().getMessage());
+    journal.persistForRecovery(partition.persistenceId(), List.of(late.get()));
   }
 
   @Test
@@ -294,9 +287,7 @@ class AtMostOnceWritesTest {
   /** A fresh incarnation's view of the journal. */
   private PartitionStatus recovered() {
     ActorRef<PartitionCommand> actor = spawn(Duration.ofMinutes(5));
-    TestProbe<PartitionStatus> probe = kit.createTestProbe();
-    actor.tell(new PartitionCommand.GetStatus(probe.ref()));
-    PartitionStatus status = probe.receiveMessage(Duration.ofSeconds(10));
+    PartitionStatus status = InMemoryPartitions.status(kit, actor);
     stopAndWait(actor);
     return status;
   }
