@@ -246,7 +246,12 @@ final class AtMostOnceEffects<V, S, E> {
       generation++;
       return true;
     }
-    if (batches != c.baseBatches + 1 || !incarnation.equals(lastIncarnation)) {
+    if (batches > c.baseBatches + 1) {
+      // The failed write may be among those entries (it committed late, before another incarnation's).
+      log.warn("[{}] the effects of {} may be LOST (at-most-once, never retried): the write carrying them failed "
+          + "and another incarnation wrote since; they are journaled only if that write committed late", name,
+          c.describe());
+    } else if (!incarnation.equals(lastIncarnation)) {
       lose(c, "another incarnation wrote first");
     } else {
       journaled.accept(c);   // the write that reported a failure committed after all

@@ -400,6 +400,9 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         ctx.getLog().warn("[{}] {}", partition.shortName(), fenced.getMessage());
       }
       this.fenced = fenced;
+      if (accepted != null) {
+        unjournaled.acceptFailed(event, before, accepted);   // it may be the write before the other's
+      }
       unjournaled.abandoned("another incarnation wrote first");
       replyTo.tell(new BatchOutcome.Rejected(partition, fenced));
       ctx.getSelf().tell(new PartitionCommand.Stop());
