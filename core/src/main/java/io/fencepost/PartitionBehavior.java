@@ -104,8 +104,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   PartitionBehavior(ActorContext<PartitionCommand> ctx, PartitionContext pc, PartitionActor<V, S, E> actor) {
     super(PersistenceId.ofUniqueId(pc.partition().persistenceId()),
+        // The signal handlers log each journal failure (a fenced write at WARN, as the fence doing its
+        // job): the supervisor's own ERROR per failure would page an operator for an expected fence.
         SupervisorStrategy.restartWithBackoff(pc.settings().backoffMin(), pc.settings().backoffMax(),
-            pc.settings().backoffRandomFactor()));
+            pc.settings().backoffRandomFactor()).withLoggingEnabled(false));
     this.ctx = ctx;
     this.pc = pc;
     this.actor = actor;
@@ -204,6 +206,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
    */
   private void onPersistFailed(Throwable failure) {
     if (!UniqueKeyViolation.in(failure, partition.persistenceId())) {
+      ctx.getLog().warn("[{}] journal write failed; the actor recovers (with backoff) and the batch is resent: {}{}",
+          partition.shortName(), failure, failure.getCause() == null ? "" : " (" + failure.getCause() + ")");
       return;
     }
     fencedByKey = true;

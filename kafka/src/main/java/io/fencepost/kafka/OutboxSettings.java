@@ -22,13 +22,15 @@ import io.fencepost.kafka.internal.ProducerSafety;
  *     published since the last store are published again after a crash (downstream drops them by
  *     their {@link io.fencepost.OutboxRecord#ID_HEADER})
  * @param maxEntriesPerRound journal entries read per round
+ * @param errorAfter how long publishing may keep failing before the relay says so at ERROR (and on
+ *     the gauge {@code fencepost.outbox.relay.failing}); shorter failures are logged at WARN
  * @param readJournalPluginId the Pekko persistence query plugin that reads the journal
  * @param durableStatePluginId where positions are stored; empty: {@code pekko.persistence.state.plugin}
  * @param producer pass-through properties of the relay's producer (validated like every framework
  *     producer: idempotence cannot be switched off)
  */
 public record OutboxSettings(boolean enabled, Duration pollInterval, Duration storePositionEvery,
-    int maxEntriesPerRound, String readJournalPluginId, String durableStatePluginId, Map<String, String> producer) {
+    int maxEntriesPerRound, Duration errorAfter, String readJournalPluginId, String durableStatePluginId, Map<String, String> producer) {
 
   public OutboxSettings {
     Objects.requireNonNull(readJournalPluginId, "readJournalPluginId");
@@ -48,13 +50,15 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
       Duration store = outbox.getDuration(key);
       key = "max-entries-per-round";
       int max = outbox.getInt(key);
+      key = "error-after";
+      Duration errorAfter = outbox.getDuration(key);
       key = "read-journal-plugin-id";
       String readJournal = outbox.getString(key);
       key = "durable-state-plugin-id";
       String state = outbox.getString(key);
       key = "producer-kafka-clients";
       Map<String, String> producer = PipelineSettings.properties(outbox.getConfig(key));
-      OutboxSettings settings = new OutboxSettings(enabled, poll, store, max, readJournal, state, producer);
+      OutboxSettings settings = new OutboxSettings(enabled, poll, store, max, errorAfter, readJournal, state, producer);
       settings.validate(path);
       return settings;
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
@@ -71,6 +75,7 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
   void validate(String path) {
     PipelineSettings.positive(path + ".poll-interval", pollInterval);
     PipelineSettings.positive(path + ".store-position-every", storePositionEvery);
+    PipelineSettings.positive(path + ".error-after", errorAfter);
     if (maxEntriesPerRound <= 0) {
       throw new SettingsException(path + ".max-entries-per-round", maxEntriesPerRound, "must be > 0");
     }
@@ -85,20 +90,33 @@ public record OutboxSettings(boolean enabled, Duration pollInterval, Duration st
   @Override
   public String toString() {
     return "OutboxSettings(enabled=" + enabled + ", pollInterval=" + pollInterval + ", storePositionEvery="
-        + storePositionEvery + ", maxEntriesPerRound=" + maxEntriesPerRound + ", readJournalPluginId="
+        + storePositionEvery + ", maxEntriesPerRound=" + maxEntriesPerRound + ", errorAfter=" + errorAfter
+        + ", readJournalPluginId="
         + readJournalPluginId + ", durableStatePluginId=" + durableStatePluginId + ", producer="
         + producer.keySet() + ")";
   }
 
   /** A copy with the relay switched on or off. */
   public OutboxSettings withEnabled(boolean value) {
-    return new OutboxSettings(value, pollInterval, storePositionEvery, maxEntriesPerRound, readJournalPluginId,
-        durableStatePluginId, producer);
+    return new OutboxSettings(value, pollInterval, storePositionEvery, maxEntriesPerRound, errorAfter,
+        readJournalPluginId, durableStatePluginId, producer);
   }
 
   /** A copy storing the relay's position at most this often. */
   public OutboxSettings withStorePositionEvery(Duration value) {
     return new OutboxSettings(enabled, pollInterval, value,
-        maxEntriesPerRound, readJournalPluginId, durableStatePluginId, producer);
+        maxEntriesPerRound, errorAfter, readJournalPluginId, durableStatePluginId, producer);
+  }
+
+  /** A copy whose relay reports a failure at ERROR once it lasted this long. */
+  public OutboxSettings withErrorAfter(Duration value) {
+    return new OutboxSettings(enabled, pollInterval, storePositionEvery, maxEntriesPerRound, value,
+        readJournalPluginId, durableStatePluginId, producer);
+  }
+
+  /** A copy with these pass-through properties for the relay's producer. */
+  public OutboxSettings withProducer(Map<String, String> value) {
+    return new OutboxSettings(enabled, pollInterval, storePositionEvery, maxEntriesPerRound, errorAfter,
+        readJournalPluginId, durableStatePluginId, value);
   }
 }

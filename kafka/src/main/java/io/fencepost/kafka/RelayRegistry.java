@@ -2,6 +2,7 @@ package io.fencepost.kafka;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -24,7 +25,8 @@ final class RelayRegistry {
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
-  private final KafkaProducer<byte[], byte[]> producer;
+  private final RelayProducer producer;
+  private final Backoff backoff;
   private final Map<PartitionId, ActorRef<OutboxRelay.Command>> relays = new ConcurrentHashMap<>();
   private final AtomicLong started = new AtomicLong();
   private final AtomicBoolean offWarned = new AtomicBoolean();
@@ -32,11 +34,17 @@ final class RelayRegistry {
   RelayRegistry(ActorSystem<?> system, PipelineSettings settings) {
     this.system = system;
     this.settings = settings;
-    this.producer = settings.outbox().enabled()
-        ? new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(), settings.producerClients(settings.outbox().producer()),
-            "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients"),
-            new ByteArraySerializer(), new ByteArraySerializer())
-        : null;
+    if (settings.outbox().enabled()) {
+      Properties properties = ProducerSafety.safeProperties(settings.bootstrapServers(),
+          settings.producerClients(settings.outbox().producer()),
+          "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients");
+      this.producer = new RelayProducer(settings.name(), properties,
+          () -> new KafkaProducer<>(properties, new ByteArraySerializer(), new ByteArraySerializer()));
+    } else {
+      this.producer = null;
+    }
+    this.backoff = new Backoff(settings.outbox().pollInterval(),
+        max(settings.outbox().pollInterval(), settings.retryBackoff().max()), 2);
   }
 
   /** Runs the relay of a partition this node now owns (its stream seeked to the actor's offset). */
@@ -44,7 +52,7 @@ final class RelayRegistry {
     if (producer == null) {
       return;
     }
-    relays.computeIfAbsent(id, k -> system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer),
+    relays.computeIfAbsent(id, k -> system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer, backoff),
         "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()));
   }
 
@@ -71,6 +79,10 @@ final class RelayRegistry {
       log.error("[{}] handlers write outbox records (Effects.andPublish) but fencepost.pipelines.{}.outbox.enabled "
           + "is off: they are journaled and wait unpublished; set it to on", settings.name(), settings.name());
     }
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
   }
 
   void close(Duration timeout) {

@@ -140,6 +140,7 @@ final class RunningPipeline<V> implements Pipeline {
       p.checkTopics();
       p.decoder.configure(p.consumerProperties);
       JournalWarmup.await(system, settings, settings.askTimeout());
+      FenceCheck.verify(system, settings, settings.askTimeout());
       String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
       if (!isolation.equals("read_committed")) {
         log.warn("[{}] kafka-clients.isolation.level is [{}]: records of aborted producer transactions are applied "

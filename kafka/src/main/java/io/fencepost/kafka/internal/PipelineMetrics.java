@@ -68,6 +68,8 @@ public final class PipelineMetrics {
         AtomicLong position = relayPosition(id);
         shared.gauge("fencepost.outbox.relay.lag", "journal entries written but not yet passed by the outbox relay",
             id, () -> Math.max(0, head.get() - position.get()));
+        shared.gauge("fencepost.outbox.relay.failing", "1 while the outbox relay has failed to publish for error-after",
+            id, relayFailing(id)::get);
       }
     });
   }
@@ -75,6 +77,19 @@ public final class PipelineMetrics {
   /** The outbox relay's position (journal sequence number), which {@code fencepost.outbox.relay.lag} reads. */
   public AtomicLong relayPosition(PartitionId id) {
     return shared.cell("fencepost.outbox.relay.position", id);
+  }
+
+  /** 1 while the outbox relay has failed for {@code error-after}: the gauge {@code fencepost.outbox.relay.failing}. */
+  public AtomicLong relayFailing(PartitionId id) {
+    return shared.cell("fencepost.outbox.relay.failing", id);
+  }
+
+  /** Counts a failed outbox relay round; {@code cause} is the Kafka error's class name. */
+  public void relayFailed(PartitionId id, Throwable cause) {
+    safely("fencepost.outbox.relay.failures", () -> Counter.builder("fencepost.outbox.relay.failures")
+        .description("outbox relay rounds that failed (they are retried)")
+        .tags(SharedGauges.tags(id).and("cause", cause.getClass().getSimpleName())).register(shared.registry())
+        .increment());
   }
 
   /** The partition left this node: its gauges go (another node reports them now); counters stay. */
