@@ -1,6 +1,7 @@
 package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
@@ -31,8 +32,10 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
@@ -358,6 +361,68 @@ class BadInputIT {
         throw new AssertionError("next offset " + next + " not reached: " + views);
       }
       Thread.sleep(200);
+    }
+  }
+
+  /**
+   * A 1.5 MiB record that cannot be decoded, on a topic that accepts 2 MiB: it is dead-lettered whole
+   * (the dead-letter topic and producer sized for it at start) and the payments after it are applied.
+   */
+  @Test
+  void aDeadLetterLargerThanKafkasDefaultLimitIsPublishedWholeAndThePartitionGoesOn() throws Exception {
+    String topic = KafkaBroker.uniqueName("large");
+    broker.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, Integer.toString(2 * 1024 * 1024)));
+    ConsumerRecord<byte[], byte[]> letter = oversizedThenPayments(topic, "large");
+    assertEquals(LARGE, letter.value().length, "the whole value");
+    assertNull(header(letter, "fencepost.value-omitted-bytes"));
+  }
+
+  /**
+   * The same record when the dead-letter topic was created by hand with Kafka's default limit: the
+   * dead letter is published without its value (the header says its size) and the partition goes on.
+   */
+  @Test
+  void aDeadLetterLargerThanItsTopicAcceptsIsPublishedWithoutItsValueAndThePartitionGoesOn() throws Exception {
+    String topic = KafkaBroker.uniqueName("large-fixed-dlt");
+    broker.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, Integer.toString(2 * 1024 * 1024)));
+    broker.createTopic(topic + ".dlt", 1);
+    ConsumerRecord<byte[], byte[]> letter = oversizedThenPayments(topic, "large-fixed-dlt");
+    assertNull(letter.value(), "the value is left out");
+    assertEquals(Integer.toString(LARGE), header(letter, "fencepost.value-omitted-bytes"));
+  }
+
+  private static final int LARGE = 1_572_864;
+
+  /** Produces the large record then 1,000 payments; returns the one dead letter after all were handled. */
+  private static ConsumerRecord<byte[], byte[]> oversizedThenPayments(String topic, String name) throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(3 * 1024 * 1024));
+    try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      producer.send(new ProducerRecord<>(topic, 0, "big", new byte[LARGE])).get();
+      for (int i = 0; i < 1_000; i++) {
+        producer.send(new ProducerRecord<>(topic, 0, "k" + i, ("pay-" + i + ",m1,10").getBytes(StandardCharsets.UTF_8)));
+      }
+      producer.flush();
+    }
+    ActorSystem<Void> system = KafkaPipelineIT.node(name, postgres);
+    try {
+      PipelineSettings settings = PipelineSettings.create(system, name)
+          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
+          .withGroupId(KafkaBroker.uniqueName(name + "-group"));
+      Pipeline pipeline = KafkaPipeline.create(system, Picky::new, new KafkaPipelineIT.PaymentDeserializer(), settings)
+          .start();
+      PartitionView v = awaitNextOffset(pipeline, 1_001);
+      assertEquals(1, v.deadLettered(), "the large record");
+      assertEquals(1_000, v.appliedRecords(), "every payment after it");
+      List<ConsumerRecord<byte[], byte[]>> dlt = readAll(settings.deadLetter().topicFor(topic), 1);
+      assertEquals(1, dlt.size());
+      assertEquals("0", header(dlt.get(0), "fencepost.original.offset"));
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      return dlt.get(0);
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
     }
   }
 

@@ -1,20 +1,26 @@
 package io.fencepost.kafka;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletionException;
 
 import io.fencepost.DeadLetter;
 import io.fencepost.PartitionId;
 import io.fencepost.kafka.internal.DeadLetterHeaders;
+import io.fencepost.kafka.internal.PipelineMetrics;
 import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -26,27 +32,69 @@ import org.slf4j.LoggerFactory;
  * once the broker acknowledged them: only then may the actor journal them and move the offset past
  * them. A crash in between publishes them again on redelivery, with the same
  * {@code fencepost.dead-letter-id} header.
+ *
+ * <p>The producer's {@code max.request.size} is sized at start for the largest record a source topic
+ * accepts (unless set in {@code producer-kafka-clients}), and dead-letter topics the pipeline creates
+ * get the same {@code max.message.bytes}. A dead letter still too large (a dead-letter topic created
+ * by hand with a smaller limit) is published without its value, with the header
+ * {@value DeadLetterHeaders#VALUE_OMITTED}, and logged at ERROR: the partition goes on. Any other
+ * failure is retried with backoff, at ERROR and on {@code fencepost.dead-letter.failures} from
+ * {@value #ERROR_AFTER_ATTEMPTS} attempts on.
  */
 final class DeadLetterPublisher {
 
   private static final Logger log = LoggerFactory.getLogger(DeadLetterPublisher.class);
+  /** Room for the headers a dead letter adds on top of the original record. */
+  static final int HEADER_ROOM = 16 * 1024;
+  static final int ERROR_AFTER_ATTEMPTS = 10;
+  private static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
-  private final KafkaProducer<byte[], byte[]> producer;
+  private final PipelineMetrics metrics;
+  private final Backoff backoff;
   private final Map<String, Integer> partitions = new ConcurrentHashMap<>();
+  private volatile int largestSourceRecord;
+  private KafkaProducer<byte[], byte[]> producer;
+  private boolean closed;
 
   DeadLetterPublisher(ActorSystem<?> system, PipelineSettings settings) {
     this.system = system;
     this.settings = settings;
-    this.producer = new KafkaProducer<>(ProducerSafety.safeProperties(settings.bootstrapServers(),
-        settings.producerClients(settings.deadLetter().producer()), "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients"),
-        new ByteArraySerializer(), new ByteArraySerializer());
+    this.metrics = new PipelineMetrics(system);
+    this.backoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2);
   }
 
   /** The partition count of a dead-letter topic, checked at start. */
   void knowPartitions(String deadLetterTopic, int count) {
     partitions.put(deadLetterTopic, count);
+  }
+
+  /** The largest record a source topic accepts (its max.message.bytes), read at start. */
+  void knowLargestSourceRecord(int bytes) {
+    largestSourceRecord = Math.max(largestSourceRecord, bytes);
+  }
+
+  /** The max.message.bytes a dead-letter topic needs to take every record of its source, with headers. */
+  int deadLetterTopicMaxMessageBytes(int sourceMaxMessageBytes) {
+    return sourceMaxMessageBytes + HEADER_ROOM;
+  }
+
+  private synchronized KafkaProducer<byte[], byte[]> producer() {
+    if (closed) {
+      throw new IllegalStateException("[" + settings.name() + "] the dead-letter producer is closed");
+    }
+    if (producer == null) {
+      String key = "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients";
+      Properties p = ProducerSafety.safeProperties(settings.bootstrapServers(),
+          settings.producerClients(settings.deadLetter().producer()), key);
+      if (!p.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)) {
+        p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+            Integer.toString(Math.max(KAFKA_DEFAULT_MAX_REQUEST_SIZE, largestSourceRecord + HEADER_ROOM)));
+      }
+      producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+    return producer;
   }
 
   /**
@@ -55,38 +103,87 @@ final class DeadLetterPublisher {
    */
   CompletionStage<Void> publish(PartitionId id, PartitionProgress progress, Map<Long, ConsumerRecord<byte[], byte[]>> raw,
       List<DeadLetter> letters) {
+    return publish(id, progress, raw, letters, 0);
+  }
+
+  private CompletionStage<Void> publish(PartitionId id, PartitionProgress progress,
+      Map<Long, ConsumerRecord<byte[], byte[]>> raw, List<DeadLetter> letters, int attempt) {
     List<CompletableFuture<Void>> acks = new ArrayList<>();
     for (DeadLetter d : letters) {
-      ConsumerRecord<byte[], byte[]> r = raw.get(d.offset());
-      String dlt = settings.deadLetter().topicFor(r.topic());
-      ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(dlt, r.partition() % partitions.getOrDefault(dlt, 1),
-          r.key(), r.value());
-      for (Header h : r.headers()) {
-        out.headers().add(h);
-      }
-      DeadLetterHeaders.add(out.headers(), id, r.topic(), r.partition(), r.offset(), r.timestamp(),
-          d.errorClass(), d.errorMessage(), d.attempts(), d.parked());
-      CompletableFuture<Void> ack = new CompletableFuture<>();
-      producer.send(out, (md, e) -> {
-        if (e == null) {
-          ack.complete(null);
-        } else {
-          ack.completeExceptionally(e);
+      acks.add(send(id, raw.get(d.offset()), d, false).exceptionallyCompose(e -> {
+        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        if (!(cause instanceof RecordTooLargeException)) {
+          return CompletableFuture.failedFuture(cause);
         }
-      });
-      acks.add(ack);
+        ConsumerRecord<byte[], byte[]> r = raw.get(d.offset());
+        log.error("[{}] the dead letter of offset [{}] ({} bytes of value) is larger than the dead-letter topic [{}] "
+            + "or its producer accepts ({}): published without its value, header {} = its size; the record stays at "
+            + "that offset while the topic retains it. Raise max.message.bytes of [{}] and, if set, "
+            + "max.request.size in fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(),
+            d.offset(), r.value() == null ? 0 : r.value().length, settings.deadLetter().topicFor(r.topic()),
+            cause.getMessage(), DeadLetterHeaders.VALUE_OMITTED, settings.deadLetter().topicFor(r.topic()),
+            settings.name());
+        metrics.deadLetterFailed(id, cause);
+        return send(id, r, d, true);
+      }));
     }
     return CompletableFuture.allOf(acks.toArray(new CompletableFuture[0])).handle((v, e) -> {
       if (e == null || progress.revoked) {
         return CompletableFuture.<Void>completedFuture(null);
       }
       // Never move past a record whose dead letter is not durable: retry the publication.
-      log.warn("[{}] publishing {} dead letter(s) failed, retrying: {}", id.shortName(), letters.size(), e.toString());
-      return Backoff.after(system, settings.retryBackoff().min(), () -> publish(id, progress, raw, letters));
+      Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+      metrics.deadLetterFailed(id, cause);
+      Duration delay = backoff.delay(attempt);
+      if (attempt + 1 >= ERROR_AFTER_ATTEMPTS && (attempt + 1) % ERROR_AFTER_ATTEMPTS == 0) {
+        log.error("[{}] publishing {} dead letter(s) has failed {} times; the partition waits for them (nothing is "
+            + "skipped). Check the dead-letter topic [{}] (its existence, ACLs, the broker): {}; retrying in {} ms",
+            id.shortName(), letters.size(), attempt + 1, topics(raw, letters), cause.toString(), delay.toMillis());
+      } else {
+        log.warn("[{}] publishing {} dead letter(s) failed, retrying in {} ms: {}", id.shortName(), letters.size(),
+            delay.toMillis(), cause.toString());
+      }
+      return Backoff.after(system, delay, () -> publish(id, progress, raw, letters, attempt + 1));
     }).thenCompose(f -> f);
   }
 
-  void close(Duration timeout) {
-    producer.close(timeout);
+  private List<String> topics(Map<Long, ConsumerRecord<byte[], byte[]>> raw, List<DeadLetter> letters) {
+    return letters.stream().map(d -> settings.deadLetter().topicFor(raw.get(d.offset()).topic())).distinct().toList();
+  }
+
+  private CompletableFuture<Void> send(PartitionId id, ConsumerRecord<byte[], byte[]> r, DeadLetter d,
+      boolean omitValue) {
+    String dlt = settings.deadLetter().topicFor(r.topic());
+    ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(dlt, r.partition() % partitions.getOrDefault(dlt, 1),
+        r.key(), omitValue ? null : r.value());
+    for (Header h : r.headers()) {
+      out.headers().add(h);
+    }
+    DeadLetterHeaders.add(out.headers(), id, r.topic(), r.partition(), r.offset(), r.timestamp(),
+        d.errorClass(), d.errorMessage(), d.attempts(), d.parked());
+    if (omitValue) {
+      out.headers().add(DeadLetterHeaders.VALUE_OMITTED,
+          Integer.toString(r.value() == null ? 0 : r.value().length).getBytes(StandardCharsets.UTF_8));
+    }
+    CompletableFuture<Void> ack = new CompletableFuture<>();
+    try {
+      producer().send(out, (md, e) -> {
+        if (e == null) {
+          ack.complete(null);
+        } else {
+          ack.completeExceptionally(e);
+        }
+      });
+    } catch (RuntimeException e) {
+      ack.completeExceptionally(e);
+    }
+    return ack;
+  }
+
+  synchronized void close(Duration timeout) {
+    closed = true;
+    if (producer != null) {
+      producer.close(timeout);
+    }
   }
 }

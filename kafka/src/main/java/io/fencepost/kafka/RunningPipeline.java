@@ -30,6 +30,10 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.config.TopicConfig;
+
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -253,6 +257,29 @@ final class RunningPipeline<V> implements Pipeline {
     return new PartitionId(settings.groupId(), tp.topic(), tp.partition());
   }
 
+  /** Each topic's max.message.bytes (the broker's default where the topic sets none). */
+  private Map<String, Integer> maxMessageBytes(List<String> topics) {
+    List<ConfigResource> resources = topics.stream()
+        .map(t -> new ConfigResource(ConfigResource.Type.TOPIC, t)).toList();
+    try {
+      Map<ConfigResource, Config> configs = admin.describeConfigs(resources).all().get(30, TimeUnit.SECONDS);
+      Map<String, Integer> out = new HashMap<>();
+      configs.forEach((r, c) -> out.put(r.name(), Integer.parseInt(c.get(TopicConfig.MAX_MESSAGE_BYTES_CONFIG).value())));
+      return out;
+    } catch (Exception e) {
+      // Not fatal: dead letters are sized for Kafka's default limit, and a larger one is published
+      // without its value (logged).
+      log.warn("[{}] cannot read max.message.bytes of topics {} (grant the pipeline's Kafka user DESCRIBE_CONFIGS on "
+          + "them): dead letters are sized for Kafka's default of {} bytes: {}", settings.name(), topics,
+          KAFKA_DEFAULT_MAX_MESSAGE_BYTES, e.toString());
+      Map<String, Integer> out = new HashMap<>();
+      topics.forEach(t -> out.put(t, KAFKA_DEFAULT_MAX_MESSAGE_BYTES));
+      return out;
+    }
+  }
+
+  private static final int KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
+
   /** Source topics must exist; dead-letter topics are created (same partition count) or must exist. */
   private void checkTopics() {
     String p = "fencepost.pipelines." + settings.name() + ".";
@@ -279,6 +306,8 @@ final class RunningPipeline<V> implements Pipeline {
       throw new IllegalStateException("cannot reach Kafka at " + settings.bootstrapServers()
           + " to check topics " + settings.topics() + ": " + e, e);
     }
+    Map<String, Integer> maxMessageBytes = maxMessageBytes(settings.topics());
+    maxMessageBytes.values().forEach(deadLetters::knowLargestSourceRecord);
     for (String topic : settings.topics()) {
       String dlt = settings.deadLetter().topicFor(topic);
       int partitions = sources.get(topic).partitions().size();
@@ -295,9 +324,13 @@ final class RunningPipeline<V> implements Pipeline {
               + "] does not exist: create it with " + partitions + " partitions, or turn the setting on");
         }
         try {
-          admin.createTopics(List.of(new NewTopic(dlt, partitions, (short) -1)))
+          // Every record of the source fits, with the headers a dead letter adds.
+          String dltMax = Integer.toString(deadLetters.deadLetterTopicMaxMessageBytes(maxMessageBytes.get(topic)));
+          admin.createTopics(List.of(new NewTopic(dlt, partitions, (short) -1)
+                  .configs(Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, dltMax))))
               .all().get(30, TimeUnit.SECONDS);
-          log.info("[{}] created dead-letter topic [{}] with {} partitions", settings.name(), dlt, partitions);
+          log.info("[{}] created dead-letter topic [{}] with {} partitions, max.message.bytes {}", settings.name(), dlt,
+              partitions, dltMax);
         } catch (ExecutionException ce) {
           if (!(ce.getCause() instanceof TopicExistsException)) {
             throw new IllegalStateException("cannot create dead-letter topic [" + dlt + "]: " + ce.getCause()

@@ -20,10 +20,16 @@ public final class DeadLetterHeaders {
   public static final String ID = "fencepost.dead-letter-id";
   /** {@code true} when the record was parked behind an earlier failed record of its key. */
   public static final String PARKED = "fencepost.parked";
+  /**
+   * Set, to the original value's size in bytes, on a dead letter published without its value: the
+   * value was larger than the dead-letter topic or producer accepts. The record stays at its
+   * original topic, partition and offset while that topic retains it.
+   */
+  public static final String VALUE_OMITTED = "fencepost.value-omitted-bytes";
 
   /** Every header this class adds: a replay drops them and keeps the record's own (business keys too). */
   public static final java.util.Set<String> ALL = java.util.Set.of(TOPIC, PARTITION, OFFSET, TIMESTAMP, ERROR_CLASS,
-      ERROR_MESSAGE, ATTEMPTS, ID, PARKED);
+      ERROR_MESSAGE, ATTEMPTS, ID, PARKED, VALUE_OMITTED);
 
   private DeadLetterHeaders() {
   }

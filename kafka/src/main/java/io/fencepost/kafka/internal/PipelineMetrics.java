@@ -92,6 +92,14 @@ public final class PipelineMetrics {
         .increment());
   }
 
+  /** Counts a dead-letter publication that failed (retried) or was too large (published without its value). */
+  public void deadLetterFailed(PartitionId id, Throwable cause) {
+    safely("fencepost.dead-letter.failures", () -> Counter.builder("fencepost.dead-letter.failures")
+        .description("dead-letter publications that failed (retried) or were too large (published without the value)")
+        .tags(SharedGauges.tags(id).and("cause", cause.getClass().getSimpleName())).register(shared.registry())
+        .increment());
+  }
+
   /** The partition left this node: its gauges go (another node reports them now); counters stay. */
   public void removed(PartitionId id) {
     safely("fencepost.partition.*", () -> shared.removePartition(id));
