@@ -2,6 +2,7 @@ package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -129,6 +130,38 @@ class JdbcProjectionIT {
     assertEquals(600, payments("balances_crash"));
     for (String pid : PIDS) {
       assertEquals(20, projection.position(pid));
+    }
+  }
+
+  /**
+   * A journal with a backlog of more than one chunk does not hold the others back: their first batches
+   * are applied before the backlog's batch after the first chunk, whatever the order of the list.
+   */
+  @Test
+  void aJournalWithABacklogDoesNotStarveTheOthers() throws Exception {
+    PartitionId backlog = new PartitionId("proj", "backlog", 0);
+    ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(backlog,
+        PartitionActorSettings.create(kit.system()), ctx -> new TestLedger(ctx, "projection")));
+    int chunk = 200;   // batches per journal per run (JdbcProjection's documented chunk)
+    int entries = chunk + 100;
+    for (int b = 0; b < entries; b++) {
+      TestProbe<BatchOutcome> probe = kit.createTestProbe();
+      actor.tell(new PartitionCommand.ApplyBatch(List.of(TestLedger.payment(backlog, b, "b-" + b)), probe.ref()));
+      probe.expectMessageClass(BatchOutcome.Applied.class, Duration.ofSeconds(30));
+    }
+    List<String> order = new ArrayList<>();
+    List<String> pids = List.of(backlog.persistenceId(), PIDS.get(0), PIDS.get(1));
+    JdbcProjection projection = JdbcProjection.create(kit.system(), "fair", db, pids, (tx, batch) ->
+        order.add(((TestLedger.Credited) batch.events().get(0)).paymentId())).installSchema();
+    while (projection.runOnce() > 0) {
+      // catch up
+    }
+    assertEquals(entries + 40, order.size(), "every batch once");
+    int afterFirstChunk = order.indexOf("b-" + chunk);
+    for (String other : List.of("p0-0", "p1-0")) {
+      int first = order.indexOf(other);
+      assertTrue(first >= 0 && first < afterFirstChunk, other + " waited for the backlog: applied at " + first
+          + ", the backlog's batch after the first chunk at " + afterFirstChunk);
     }
   }
 

@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -45,9 +46,19 @@ import org.slf4j.LoggerFactory;
  * table's primary-key index), so a partition's batches are projected from its first journaled
  * batch on. {@link #create} reads a fixed list of journals.
  *
+ * <p>Each run takes every journal in turn and applies at most {@value #CHUNK} of its batches, in one
+ * transaction, before it looks at the next: a journal with a backlog cannot starve the others, and
+ * a run that left a backlog is followed at once by the next (not after the interval). On PostgreSQL,
+ * each transaction first takes a transaction-scoped advisory lock on (projection, journal) with
+ * {@code pg_try_advisory_xact_lock}: an instance that finds it taken skips that journal for this
+ * run, so the instances on several nodes spread the journals between them instead of doing the same
+ * work and losing the position race.
+ *
  * <p>The read model must live in the journal's database (same transaction). A handler that throws
- * rolls back that batch; it is tried again on the next run. Not a pekko-projection: pekko-projection
- * 1.0 modules were not used: this small equivalent was quicker to make exact on this stack.
+ * rolls back its transaction; the journal is then taken one batch per transaction until the failing
+ * batch has been applied, so that the batches before it are kept. Not a pekko-projection:
+ * pekko-projection 1.0 modules were not used: this small equivalent was quicker to make exact on
+ * this stack.
  */
 public final class JdbcProjection implements AutoCloseable {
 
@@ -58,7 +69,10 @@ public final class JdbcProjection implements AutoCloseable {
   }
 
   private static final Logger log = LoggerFactory.getLogger(JdbcProjection.class);
-  private static final int CHUNK = 500;
+  /** Batches applied per journal per run, in one transaction. */
+  private static final int CHUNK = 200;
+  /** Journals are looked for at most this often while runs follow each other without a pause. */
+  private static final long DISCOVER_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final ActorSystem<?> system;
   private final String name;
@@ -76,7 +90,16 @@ public final class JdbcProjection implements AutoCloseable {
   private final Handler handler;
   private ScheduledExecutorService scheduler;
   /** Persistence ids stopped at a journal gap (logged once each). */
-  private final java.util.Set<String> gaps = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final Set<String> gaps = ConcurrentHashMap.newKeySet();
+  /** Persistence ids whose last transaction failed: taken one batch per transaction until it passes. */
+  private final Set<String> isolating = ConcurrentHashMap.newKeySet();
+  private List<String> lastSources = List.of();
+  private long discoveredAtNanos;
+  /** Where the next run starts in the list of journals (a different place each run and each instance). */
+  private int nextStart = ThreadLocalRandom.current().nextInt(1 << 16);
+  private volatile boolean behind;
+  /** The projection's own connection (runs are serial), opened on first use and after a failure. */
+  private Connection connection;
 
   private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, Supplier<List<String>> sources,
       List<String> topicRows, Handler handler) {
@@ -144,7 +167,12 @@ public final class JdbcProjection implements AutoCloseable {
       register(topicRows);
       topicRowsRegistered = true;
     }
+    if (System.nanoTime() - discoveredAtNanos < DISCOVER_EVERY_NANOS && !lastSources.isEmpty()) {
+      return lastSources;
+    }
     List<String> now = sources.get();
+    lastSources = now;
+    discoveredAtNanos = System.nanoTime();
     List<String> fresh = now.stream().filter(pid -> !known.contains(pid)).toList();
     if (!fresh.isEmpty()) {
       register(fresh);
@@ -193,15 +221,22 @@ public final class JdbcProjection implements AutoCloseable {
   }
 
   /**
-   * Applies every batch journaled since the stored positions, one transaction per batch. Returns
-   * how many batches this call applied; a batch another instance applied first is skipped.
+   * Applies up to {@value #CHUNK} batches journaled since its stored position to each journal, in
+   * one transaction per journal (one per batch while a failed batch is retried). Returns how many
+   * batches this call applied; a batch another instance applied first is skipped.
    */
-  public int runOnce() {
+  public synchronized int runOnce() {
     int applied = 0;
+    boolean full = false;
     RuntimeException first = null;
-    for (String pid : persistenceIds()) {
+    List<String> pids = persistenceIds();
+    int start = pids.isEmpty() ? 0 : Math.floorMod(nextStart++, pids.size());
+    for (int i = 0; i < pids.size(); i++) {
+      String pid = pids.get((start + i) % pids.size());
       try {
-        applied += catchUp(pid);
+        int n = catchUp(pid);
+        applied += n;
+        full |= n >= CHUNK;
       } catch (RuntimeException e) {
         // One failing journal must not hold the others back. A failure other than a gap (logged once
         // already) is the one thrown, so that it is not hidden behind the gap.
@@ -215,6 +250,7 @@ public final class JdbcProjection implements AutoCloseable {
         }
       }
     }
+    behind = full;
     if (first != null) {
       throw first;
     }
@@ -232,7 +268,9 @@ public final class JdbcProjection implements AutoCloseable {
       });
       scheduler.scheduleWithFixedDelay(() -> {
         try {
-          runOnce();
+          do {
+            runOnce();
+          } while (behind && !Thread.currentThread().isInterrupted());   // a backlog: go on at once
         } catch (JournalGapException e) {
           log.debug("[{}] projection stays stopped at a journal gap (logged once): {}", name, e.toString());
         } catch (RuntimeException e) {
@@ -244,29 +282,77 @@ public final class JdbcProjection implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    if (scheduler != null) {
-      scheduler.shutdownNow();
+  public void close() {
+    ScheduledExecutorService running;
+    synchronized (this) {
+      running = scheduler;
       scheduler = null;
+    }
+    if (running != null) {
+      running.shutdownNow();
+      try {
+        running.awaitTermination(30, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    synchronized (this) {
+      closeConnection();
     }
   }
 
+  private void closeConnection() {
+    if (connection != null) {
+      try {
+        connection.close();
+      } catch (SQLException e) {
+        log.debug("[{}] closing the projection's connection: {}", name, e.toString());
+      }
+      connection = null;
+    }
+  }
+
+  /** The projection's connection, in manual-commit mode; a broken one is replaced. */
+  private Connection connection() throws SQLException {
+    if (connection != null && !connection.isValid(5)) {
+      closeConnection();
+    }
+    if (connection == null) {
+      connection = db.connect();
+      connection.setAutoCommit(false);
+    }
+    return connection;
+  }
+
+  /** One transaction of up to {@value #CHUNK} batches of one journal; returns how many it applied. */
   private int catchUp(String pid) {
     JdbcReadJournal journal = PersistenceQuery.get(system)
         .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
-    int applied = 0;
-    while (true) {
-      long from = position(pid);
+    Connection c;
+    try {
+      c = connection();
+    } catch (SQLException e) {
+      throw new IllegalStateException("[" + name + "] cannot reach " + db.jdbcUrl() + ": " + e.getMessage(), e);
+    }
+    boolean one = isolating.contains(pid);
+    try {
+      if (!lock(c, pid)) {
+        c.rollback();
+        return 0;   // another instance works on this journal now
+      }
+      long from = position(c, pid);
       List<EventEnvelope> envelopes;
       try {
         // Open-ended and limited, not a window: the first entry read shows a hole right after the position.
         envelopes = journal.currentEventsByPersistenceId(pid, from + 1, Long.MAX_VALUE).take(CHUNK)
             .runWith(Sink.seq(), system).toCompletableFuture().get(60, TimeUnit.SECONDS);
       } catch (Exception e) {
+        c.rollback();
         throw new IllegalStateException("[" + name + "] cannot read the journal of [" + pid + "]: " + e, e);
       }
       if (envelopes.isEmpty()) {
-        return applied;
+        c.rollback();
+        return 0;
       }
       try {
         JournalGapException.check("projection " + name, pid, from + 1,
@@ -274,55 +360,85 @@ public final class JdbcProjection implements AutoCloseable {
             last -> "set this projection's position to " + last + " (table fencepost_projection_offsets, projection ["
                 + name + "], persistence_id [" + pid + "]); their read-model updates are then never applied");
       } catch (JournalGapException gap) {
+        c.rollback();
         if (position(pid) != from) {
-          continue;   // another instance of this projection moved on meanwhile: read again from there
+          return 0;   // another instance moved on meanwhile (compaction may have removed what it passed)
         }
         if (gaps.add(pid)) {
           log.error("[{}] projection stopped for [{}]: {}", name, pid, gap.getMessage());
         }
         throw gap;
       }
-      for (EventEnvelope env : envelopes) {
-        if (!applyOne(pid, env)) {
+      // One transaction for the chunk; one per batch while a failed batch is looked for.
+      List<List<EventEnvelope>> transactions = one
+          ? envelopes.stream().map(List::of).toList() : List.of(envelopes);
+      long expected = from;
+      int applied = 0;
+      for (List<EventEnvelope> tx : transactions) {
+        if (applied > 0 && !lock(c, pid)) {
+          c.rollback();
+          return applied;   // the lock went with the last commit, and another instance took it
+        }
+        EventEnvelope current = null;
+        try {
+          for (EventEnvelope env : tx) {
+            current = env;
+            AppliedBatch batch = AppliedBatch.from(env.event()).orElse(null);
+            if (batch != null) {
+              handler.apply(c, batch);
+            }
+          }
+        } catch (SQLException | RuntimeException e) {
+          rollback(c, e);
+          if (tx.size() > 1) {
+            isolating.add(pid);   // the next run finds the failing batch, keeping those before it
+          }
+          throw new IllegalStateException("[" + name + "] batch " + pid + "#" + current.sequenceNr()
+              + " was rolled back" + (tx.size() > 1 ? " with the " + (tx.size() - 1) + " other(s) of its transaction" : "")
+              + " (it is tried again): " + e.getMessage(), e);
+        }
+        long last = tx.get(tx.size() - 1).sequenceNr();
+        if (!advance(c, pid, expected, last)) {
+          c.rollback();
           return applied;   // another instance moved on: re-read the position next run
         }
+        c.commit();
+        expected = last;
+        applied += tx.size();
         gaps.remove(pid);   // past the hole (the operator accepted the loss): a later one is reported again
-        applied++;
+      }
+      isolating.remove(pid);
+      return applied;
+    } catch (SQLException e) {
+      rollback(c, e);
+      closeConnection();
+      throw new IllegalStateException("[" + name + "] journal [" + pid + "] not projected (tried again): "
+          + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * PostgreSQL: takes this journal's advisory lock for the transaction, or answers false when another
+   * instance holds it. H2 (one node) has none: the position's compare-and-set alone keeps it exact.
+   */
+  private boolean lock(Connection c, String pid) throws SQLException {
+    if (db.dialect() != Dialect.POSTGRES) {
+      return true;
+    }
+    try (PreparedStatement st = c.prepareStatement("SELECT pg_try_advisory_xact_lock(?)")) {
+      st.setLong(1, ((long) name.hashCode() << 32) ^ (pid.hashCode() & 0xffffffffL));
+      try (ResultSet rs = st.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
       }
     }
   }
 
-  /** One batch, one transaction: the handler's writes and the conditional position advance. */
-  private boolean applyOne(String pid, EventEnvelope env) {
-    try (Connection c = db.connect()) {
-      c.setAutoCommit(false);
-      try {
-        long expected = position(c, pid);
-        if (env.sequenceNr() <= expected) {
-          c.rollback();
-          return false;
-        }
-        AppliedBatch batch = AppliedBatch.from(env.event()).orElse(null);
-        if (batch != null) {
-          handler.apply(c, batch);
-        }
-        if (!advance(c, pid, expected, env.sequenceNr())) {
-          c.rollback();
-          return false;
-        }
-        c.commit();
-        return true;
-      } catch (SQLException | RuntimeException e) {
-        try {
-          c.rollback();
-        } catch (SQLException rollbackFailure) {
-          e.addSuppressed(rollbackFailure);
-        }
-        throw new IllegalStateException("[" + name + "] batch " + pid + "#" + env.sequenceNr()
-            + " was rolled back (it is tried again): " + e.getMessage(), e);
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException("[" + name + "] cannot reach " + db.jdbcUrl() + ": " + e.getMessage(), e);
+  private static void rollback(Connection c, Exception cause) {
+    try {
+      c.rollback();
+    } catch (SQLException rollbackFailure) {
+      cause.addSuppressed(rollbackFailure);
     }
   }
 
