@@ -404,8 +404,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         ctx.getLog().warn("[{}] {}", partition.shortName(), fenced.getMessage());
       }
       this.fenced = fenced;
-      if (accepted != null) {
-        unjournaled.acceptFailed(event, before, accepted);   // it may be the write before the other's
+      if (accepted != null && !counted && state.batches() > before + 1) {
+        // Not refused by the key, and another write came after the entry it would have taken: it may
+        // be that entry, committed late.
+        unjournaled.acceptFailed(event, before, accepted);
       }
       unjournaled.abandoned("another incarnation wrote first");
       replyTo.tell(new BatchOutcome.Rejected(partition, fenced));

@@ -48,6 +48,7 @@ final class DeadLetterPublisher {
   static final int HEADER_ROOM = 16 * 1024;
   static final int ERROR_AFTER_ATTEMPTS = 10;
   private static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
+  private static final long KAFKA_DEFAULT_BUFFER_MEMORY = 33_554_432;
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
@@ -76,8 +77,13 @@ final class DeadLetterPublisher {
   }
 
   /** The max.message.bytes a dead-letter topic needs to take every record of its source, with headers. */
-  int deadLetterTopicMaxMessageBytes(int sourceMaxMessageBytes) {
-    return sourceMaxMessageBytes + HEADER_ROOM;
+  static int deadLetterTopicMaxMessageBytes(int sourceMaxMessageBytes) {
+    return (int) Math.min((long) sourceMaxMessageBytes + HEADER_ROOM, Integer.MAX_VALUE);
+  }
+
+  /** Creates the producer (sized by {@link #knowLargestSourceRecord}): called at start, so bad properties fail it. */
+  void start() {
+    producer();
   }
 
   private synchronized KafkaProducer<byte[], byte[]> producer() {
@@ -89,8 +95,12 @@ final class DeadLetterPublisher {
       Properties p = ProducerSafety.safeProperties(settings.bootstrapServers(),
           settings.producerClients(settings.deadLetter().producer()), key);
       if (!p.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)) {
-        p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-            Integer.toString(Math.max(KAFKA_DEFAULT_MAX_REQUEST_SIZE, largestSourceRecord + HEADER_ROOM)));
+        int size = Math.max(KAFKA_DEFAULT_MAX_REQUEST_SIZE, deadLetterTopicMaxMessageBytes(largestSourceRecord));
+        p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(size));
+        if (!p.containsKey(ProducerConfig.BUFFER_MEMORY_CONFIG)) {
+          // The producer refuses a record larger than its buffer as too large, too.
+          p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(Math.max(KAFKA_DEFAULT_BUFFER_MEMORY, 2L * size)));
+        }
       }
       producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }
@@ -116,15 +126,14 @@ final class DeadLetterPublisher {
           return CompletableFuture.failedFuture(cause);
         }
         ConsumerRecord<byte[], byte[]> r = raw.get(d.offset());
-        log.error("[{}] the dead letter of offset [{}] ({} bytes of value) is larger than the dead-letter topic [{}] "
-            + "or its producer accepts ({}): published without its value, header {} = its size; the record stays at "
-            + "that offset while the topic retains it. Raise max.message.bytes of [{}] and, if set, "
-            + "max.request.size in fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(),
-            d.offset(), r.value() == null ? 0 : r.value().length, settings.deadLetter().topicFor(r.topic()),
-            cause.getMessage(), DeadLetterHeaders.VALUE_OMITTED, settings.deadLetter().topicFor(r.topic()),
-            settings.name());
         metrics.deadLetterFailed(id, cause);
-        return send(id, r, d, true);
+        return send(id, r, d, true).thenRun(() -> log.error("[{}] the dead letter of offset [{}] ({} bytes of value) "
+            + "is larger than the dead-letter topic [{}] or its producer accepts ({}): published without its value, "
+            + "header {} = its size; the record stays at that offset while the topic retains it. Raise "
+            + "max.message.bytes of [{}] and, if set, max.request.size in "
+            + "fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(), d.offset(),
+            r.value() == null ? 0 : r.value().length, settings.deadLetter().topicFor(r.topic()), cause.getMessage(),
+            DeadLetterHeaders.VALUE_OMITTED, settings.deadLetter().topicFor(r.topic()), settings.name()));
       }));
     }
     return CompletableFuture.allOf(acks.toArray(new CompletableFuture[0])).handle((v, e) -> {

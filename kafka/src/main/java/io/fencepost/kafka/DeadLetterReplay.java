@@ -206,6 +206,15 @@ public final class DeadLetterReplay {
       throw new IllegalStateException("record at " + r.topic() + "-" + r.partition() + "@" + r.offset()
           + " is not a Fencepost dead letter (no " + DeadLetterHeaders.TOPIC + " header)");
     }
+    String omitted = header(r, DeadLetterHeaders.VALUE_OMITTED);
+    if (omitted != null) {
+      // Its value never reached the dead-letter topic: a replay would send an empty value (a tombstone
+      // on a compacted topic) in place of the record.
+      throw new IllegalStateException("dead letter at " + r.topic() + "-" + r.partition() + "@" + r.offset()
+          + " was published without its value (" + omitted + " bytes, larger than the dead-letter topic accepts): "
+          + "it cannot be replayed from there; the record is at " + topic + "-" + partition + "@"
+          + header(r, DeadLetterHeaders.OFFSET) + " while that topic retains it; leave it out of the replay (--offsets)");
+    }
     ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(topic, Integer.parseInt(partition), r.key(), r.value());
     for (Header h : r.headers()) {
       if (!DeadLetterHeaders.ALL.contains(h.key()) && !h.key().equals(REPLAY_OF)) {

@@ -9,7 +9,9 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.fencepost.AppliedBatch;
@@ -67,8 +69,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * A round's result: {@code upTo} is the last entry all of whose records were acknowledged (every
    * entry before it too), {@code acked} how many records of the entry after it were (in order).
    */
-  private record RoundDone(long upTo, int acked, int published, Throwable failure, RelayProducer.Handle producer)
-      implements Command {
+  private record RoundDone(long round, long upTo, int acked, int published, Throwable failure, boolean sending,
+      RelayProducer.Handle producer) implements Command {
   }
 
   private static final Object TIMER = "poll";
@@ -86,6 +88,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final CurrentEventsByPersistenceIdQuery journal;
   private final Executor blocking;
   private final PipelineMetrics metrics;
+  /** Set when the registry stops this relay: a restarted incarnation (after a failed store) stops too. */
+  private final AtomicBoolean stopRequested;
+  /** The round in flight; a result of another (an earlier incarnation's) is ignored. */
+  private long round = ThreadLocalRandom.current().nextLong();
   private long publishedUpTo = -1;
   /** Records of entry {@code publishedUpTo + 1} already acknowledged (in memory: a crash sends them again). */
   private int ackedInNext;
@@ -103,9 +109,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final AtomicLong failing;
 
   private OutboxRelay(ActorContext<Command> ctx, TimerScheduler<Command> timers, PartitionId partition,
-      OutboxSettings settings, RelayProducer producers, Backoff backoff) {
+      OutboxSettings settings, RelayProducer producers, Backoff backoff, AtomicBoolean stopRequested) {
     super(PersistenceId.ofUniqueId(OutboxRecord.relayPersistenceId(partition.persistenceId())));
     this.ctx = ctx;
+    this.stopRequested = stopRequested;
     this.timers = timers;
     this.partition = partition;
     this.settings = settings;
@@ -127,9 +134,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * (growing with each failure), one record at a time until a round succeeds.
    */
   static Behavior<Command> create(PartitionId partition, OutboxSettings settings, RelayProducer producers,
-      Backoff backoff) {
+      Backoff backoff, AtomicBoolean stopRequested) {
     Behavior<Command> relay = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new OutboxRelay(ctx, timers,
-        partition, settings, producers, backoff)));
+        partition, settings, producers, backoff, stopRequested)));
     return Behaviors.supervise(relay).onFailure(SupervisorStrategy.restartWithBackoff(
         Duration.ofSeconds(1), Duration.ofSeconds(30), 0.2));
   }
@@ -150,6 +157,11 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
         .onSignal(RecoveryCompleted.instance(), stored -> {
           publishedUpTo = stored;
           position.set(stored);
+          failing.set(0);
+          if (stopRequested.get()) {
+            ctx.getSelf().tell(Stop.INSTANCE);   // restarted after its Stop's store failed: the partition is gone
+            return;
+          }
           ctx.getLog().info("[{}] outbox relay starts after journal entry {}", partition.shortName(), stored);
           timers.startTimerWithFixedDelay(TIMER, Wake.INSTANCE, settings.pollInterval());
           ctx.getSelf().tell(Wake.INSTANCE);
@@ -169,8 +181,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
           return Effect().none();
         })
         .onCommand(RoundDone.class, this::onRoundDone)
-        .onCommand(Stop.class, (stored, stop) -> publishedUpTo > stored
-            ? Effect().persist(publishedUpTo).thenStop() : Effect().stop())
+        .onCommand(Stop.class, (stored, stop) -> {
+          failing.set(0);   // the partition's relay runs elsewhere now, or not at all
+          return publishedUpTo > stored ? Effect().persist(publishedUpTo).thenStop() : Effect().stop();
+        })
         .build();
   }
 
@@ -181,10 +195,11 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     int skip = ackedInNext;
     boolean careful = failures > 0;
     RelayProducer.Handle producer = producers.current();
-    CompletableFuture<RoundDone> round = CompletableFuture.supplyAsync(
-        () -> new Round(from, skip, careful, producer).run(), blocking);
-    ctx.pipeToSelf(round, (done, failure) -> failure == null ? done
-        : new RoundDone(from - 1, skip, 0, failure, producer));
+    long id = ++round;
+    CompletableFuture<RoundDone> running = CompletableFuture.supplyAsync(
+        () -> new Round(id, from, skip, careful, producer).run(), blocking);
+    ctx.pipeToSelf(running, (done, failure) -> failure == null ? done
+        : new RoundDone(id, from - 1, skip, 0, failure, false, producer));
   }
 
   /**
@@ -196,6 +211,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * copies of the records after it.
    */
   private final class Round {
+    private final long id;
     private final long from;
     private final int skip;
     private final boolean careful;
@@ -204,8 +220,11 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     private long upTo;
     private int acked;
     private int published;
+    /** Past the journal read: a failure from here on is the producer's. */
+    private boolean sending;
 
-    Round(long from, int skip, boolean careful, RelayProducer.Handle handle) {
+    Round(long id, long from, int skip, boolean careful, RelayProducer.Handle handle) {
+      this.id = id;
       this.from = from;
       this.skip = skip;
       this.careful = careful;
@@ -220,8 +239,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
         List<EventEnvelope> entries = journal
             .currentEventsByPersistenceId(pid, from, Long.MAX_VALUE)
             .take(careful ? 1 : settings.maxEntriesPerRound())
+            .completionTimeout(producers.ackTimeout())   // a query that hangs fails (and is cancelled)
             .runWith(Sink.seq(), ctx.getSystem())
-            .toCompletableFuture().get(producers.ackTimeout().toMillis(), TimeUnit.MILLISECONDS);
+            .toCompletableFuture().get();
+        sending = true;
         JournalGapException.check("outbox relay of " + partition.shortName(), pid, from,
             entries.stream().map(EventEnvelope::sequenceNr).toList(),
             last -> "stop the pipeline and store " + last + " as the relay's position (durable state ["
@@ -260,13 +281,13 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
           upTo = entries.get(e).sequenceNr();
           acked = 0;
         }
-        return new RoundDone(upTo, 0, published, null, handle);
+        return new RoundDone(id, upTo, 0, published, null, true, handle);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        return new RoundDone(upTo, acked, published, e, handle);
+        return new RoundDone(id, upTo, acked, published, e, sending, handle);
       } catch (Exception e) {
         Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-        return new RoundDone(upTo, acked, published, cause, handle);
+        return new RoundDone(id, upTo, acked, published, cause, sending, handle);
       }
     }
 
@@ -296,6 +317,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   }
 
   private Effect<Long> onRoundDone(Long stored, RoundDone done) {
+    if (done.round() != round) {
+      return Effect().none();   // an earlier incarnation's round: its result says nothing of this one's position
+    }
     roundRunning = false;
     if (done.failure() instanceof JournalGapException gap) {
       // Never skipped. The relay restarts (with backoff, at most every 30 s) and reads its stored
@@ -310,7 +334,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       publishedUpTo = done.upTo();
       position.set(publishedUpTo);
     }
-    ackedInNext = done.acked();
+    if (done.upTo() == publishedUpTo) {
+      ackedInNext = done.acked();   // records of entry publishedUpTo + 1 acknowledged
+    }
     publishedTotal += done.published();
     if (done.failure() != null) {
       onFailedRound(done);
@@ -357,11 +383,12 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     }
     failures++;
     Throwable cause = done.failure();
-    boolean unsettled = cause instanceof TimeoutException;
+    boolean unsettled = done.sending() && cause instanceof TimeoutException;
     String what = unsettled
-        ? "no acknowledgement within " + producers.ackTimeout().toSeconds() + " s (a wedged producer)" : cause.toString();
+        ? "no acknowledgement within " + producers.ackTimeout().toSeconds() + " s (a wedged producer)"
+        : (done.sending() ? "" : "reading the journal: ") + cause;
     metrics.relayFailed(partition, cause);
-    if (unsettled || failures % REBUILD_EVERY == 0) {
+    if (done.sending() && (unsettled || failures % REBUILD_EVERY == 0)) {
       // A producer that settles no send is wedged; one that keeps failing may be (sequence numbers
       // out of step after expired batches): a new one starts clean.
       producers.rebuild(done.producer(), "[" + partition.shortName() + "] " + what);

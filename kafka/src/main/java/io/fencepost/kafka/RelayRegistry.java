@@ -27,7 +27,11 @@ final class RelayRegistry {
   private final PipelineSettings settings;
   private final RelayProducer producer;
   private final Backoff backoff;
-  private final Map<PartitionId, ActorRef<OutboxRelay.Command>> relays = new ConcurrentHashMap<>();
+  private final Map<PartitionId, Running> relays = new ConcurrentHashMap<>();
+
+  /** A relay and its stop flag (which a restarted incarnation of it reads). */
+  private record Running(ActorRef<OutboxRelay.Command> ref, AtomicBoolean stopRequested) {
+  }
   private final AtomicLong started = new AtomicLong();
   private final AtomicBoolean offWarned = new AtomicBoolean();
 
@@ -52,14 +56,18 @@ final class RelayRegistry {
     if (producer == null) {
       return;
     }
-    relays.computeIfAbsent(id, k -> system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer, backoff),
-        "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()));
+    relays.computeIfAbsent(id, k -> {
+      AtomicBoolean stopRequested = new AtomicBoolean();
+      return new Running(system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer, backoff, stopRequested),
+          "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()), stopRequested);
+    });
   }
 
   void stop(PartitionId id) {
-    ActorRef<OutboxRelay.Command> relay = relays.remove(id);
+    Running relay = relays.remove(id);
     if (relay != null) {
-      relay.tell(OutboxRelay.Stop.INSTANCE);
+      relay.stopRequested().set(true);
+      relay.ref().tell(OutboxRelay.Stop.INSTANCE);
     }
   }
 
@@ -72,9 +80,9 @@ final class RelayRegistry {
     if (applied.published() == 0) {
       return;
     }
-    ActorRef<OutboxRelay.Command> relay = relays.get(id);
+    Running relay = relays.get(id);
     if (relay != null) {
-      relay.tell(OutboxRelay.Wake.INSTANCE);
+      relay.ref().tell(OutboxRelay.Wake.INSTANCE);
     } else if (producer == null && offWarned.compareAndSet(false, true)) {
       log.error("[{}] handlers write outbox records (Effects.andPublish) but fencepost.pipelines.{}.outbox.enabled "
           + "is off: they are journaled and wait unpublished; set it to on", settings.name(), settings.name());

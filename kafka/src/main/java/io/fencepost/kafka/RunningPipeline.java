@@ -25,6 +25,7 @@ import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.SettingsException;
+import io.fencepost.kafka.internal.FenceCheck;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -144,7 +145,7 @@ final class RunningPipeline<V> implements Pipeline {
       p.checkTopics();
       p.decoder.configure(p.consumerProperties);
       JournalWarmup.await(system, settings, settings.askTimeout());
-      FenceCheck.verify(system, settings, settings.askTimeout());
+      FenceCheck.verify(system, settings.name(), settings.partitionActor().journalPluginId(), settings.askTimeout());
       String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
       if (!isolation.equals("read_committed")) {
         log.warn("[{}] kafka-clients.isolation.level is [{}]: records of aborted producer transactions are applied "
@@ -315,6 +316,13 @@ final class RunningPipeline<V> implements Pipeline {
         int existing = admin.describeTopics(List.of(dlt)).allTopicNames().get(30, TimeUnit.SECONDS)
             .get(dlt).partitions().size();
         deadLetters.knowPartitions(dlt, existing);
+        int dltMax = maxMessageBytes(List.of(dlt)).get(dlt);
+        int needed = DeadLetterPublisher.deadLetterTopicMaxMessageBytes(maxMessageBytes.get(topic));
+        if (dltMax < needed) {
+          log.warn("[{}] dead-letter topic [{}] takes records up to {} bytes (max.message.bytes), [{}] up to {}: a "
+              + "dead letter larger than that is published without its value (ERROR then). Set max.message.bytes of "
+              + "[{}] to {}", settings.name(), dlt, dltMax, topic, maxMessageBytes.get(topic), dlt, needed);
+        }
       } catch (ExecutionException e) {
         if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
           throw new IllegalStateException("cannot check dead-letter topic [" + dlt + "]: " + e.getCause(), e);
@@ -325,7 +333,7 @@ final class RunningPipeline<V> implements Pipeline {
         }
         try {
           // Every record of the source fits, with the headers a dead letter adds.
-          String dltMax = Integer.toString(deadLetters.deadLetterTopicMaxMessageBytes(maxMessageBytes.get(topic)));
+          String dltMax = Integer.toString(DeadLetterPublisher.deadLetterTopicMaxMessageBytes(maxMessageBytes.get(topic)));
           admin.createTopics(List.of(new NewTopic(dlt, partitions, (short) -1)
                   .configs(Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, dltMax))))
               .all().get(30, TimeUnit.SECONDS);
@@ -344,6 +352,7 @@ final class RunningPipeline<V> implements Pipeline {
         throw new IllegalStateException("cannot check dead-letter topic [" + dlt + "]: " + e, e);
       }
     }
+    deadLetters.start();
   }
 
   @Override

@@ -1,4 +1,4 @@
-package io.fencepost.kafka;
+package io.fencepost.kafka.internal;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.fencepost.internal.UniqueKeyViolation;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
@@ -35,7 +36,7 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  * Nodes starting at once may refuse each other's probe writes; only two accepted writes of one
  * sequence number prove the key missing.
  */
-final class FenceCheck extends EventSourcedBehavior<FenceCheck.Command, byte[], Long> {
+public final class FenceCheck extends EventSourcedBehavior<FenceCheck.Command, byte[], Long> {
 
   enum Command {
     /** Write one probe event. */
@@ -67,29 +68,31 @@ final class FenceCheck extends EventSourcedBehavior<FenceCheck.Command, byte[], 
    * Runs the check; returns normally when the journal refused the duplicate write, throws an
    * {@link IllegalStateException} naming the table and the fix when it accepted it.
    */
-  static void verify(ActorSystem<?> system, PipelineSettings settings, Duration timeout) {
-    String pid = "fencepost-fence-check|" + settings.name();
-    String plugin = settings.partitionActor().journalPluginId();
+  public static void verify(ActorSystem<?> system, String pipeline, String plugin, Duration timeout) {
+    String pid = "fencepost-fence-check|" + pipeline;
     String journal = plugin.isEmpty() ? system.settings().config().getString("pekko.persistence.journal.plugin") : plugin;
     Probe first = new Probe(system, pid, plugin);
     Probe second = new Probe(system, pid, plugin);
-    long before = await(first.recovered, settings, journal, timeout, "recover the fence check's history");
-    if (await(second.recovered, settings, journal, timeout, "recover the fence check's history") != before) {
+    try {
+      long before = await(first.recovered, pipeline, journal, timeout, "recover the fence check's history");
+      if (await(second.recovered, pipeline, journal, timeout, "recover the fence check's history") != before) {
+        return;   // another node's probe wrote in between: that node checks the key
+      }
+      Long sequenceNr = first.write(pid, pipeline, journal, timeout);
+      if (sequenceNr == null) {
+        return;   // refused on the key: another node's probe took this sequence number first
+      }
+      if (second.write(pid, pipeline, journal, timeout) != null) {
+        throw new IllegalStateException("[" + pipeline + "] the journal [" + journal + "] accepted two writes "
+            + "of sequence number " + sequenceNr + " for persistence id [" + pid + "]: its table has no unique key on "
+            + "(persistence_id, sequence_number), so a stale owner's write would commit beside the rightful owner's "
+            + "(no fencing). Add it (pekko-persistence-jdbc: ALTER TABLE event_journal ADD PRIMARY KEY "
+            + "(persistence_id, sequence_number), after removing rows that break it) and start again; nothing was "
+            + "consumed");
+      }
+    } finally {
       first.stop();
       second.stop();
-      return;   // another node's probe wrote in between: that node checks the key
-    }
-    Long sequenceNr = first.write(settings, journal, timeout);
-    if (sequenceNr == null) {
-      second.stop();
-      return;   // refused: another node's probe took this sequence number first, through the key
-    }
-    if (second.write(settings, journal, timeout) != null) {
-      throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] accepted two writes "
-          + "of sequence number " + sequenceNr + " for persistence id [" + pid + "]: its table has no unique key on "
-          + "(persistence_id, sequence_number), so a stale owner's write would commit beside the rightful owner's "
-          + "(no fencing). Add it (pekko-persistence-jdbc: ALTER TABLE event_journal ADD PRIMARY KEY "
-          + "(persistence_id, sequence_number), after removing rows that break it) and start again; nothing was consumed");
     }
   }
 
@@ -108,15 +111,24 @@ final class FenceCheck extends EventSourcedBehavior<FenceCheck.Command, byte[], 
       ref.tell(Command.STOP);
     }
 
-    /** The written sequence number, or null when the journal refused the write. */
-    Long write(PipelineSettings settings, String journal, Duration timeout) {
+    /**
+     * The written sequence number, or null when the journal refused the write on the unique key; any
+     * other failure fails the check (the fence could not be checked).
+     */
+    Long write(String pid, String pipeline, String journal, Duration timeout) {
       ref.tell(Command.WRITE);
       try {
         return written.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       } catch (ExecutionException e) {
-        return null;
+        if (UniqueKeyViolation.in(e.getCause(), pid)) {
+          return null;
+        }
+        throw new IllegalStateException("[" + pipeline + "] the journal [" + journal + "] failed the fence "
+            + "check's write (" + e.getCause() + (e.getCause().getCause() == null ? "" : ": " + e.getCause().getCause())
+            + "): the unique key (persistence_id, sequence_number) could not be checked; nothing was consumed",
+            e.getCause());
       } catch (TimeoutException e) {
-        throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] did not answer the "
+        throw new IllegalStateException("[" + pipeline + "] the journal [" + journal + "] did not answer the "
             + "fence check's write within " + timeout + " (ask-timeout); nothing was consumed", e);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -125,12 +137,12 @@ final class FenceCheck extends EventSourcedBehavior<FenceCheck.Command, byte[], 
     }
   }
 
-  private static long await(CompletableFuture<Long> recovered, PipelineSettings settings, String journal,
+  private static long await(CompletableFuture<Long> recovered, String pipeline, String journal,
       Duration timeout, String what) {
     try {
       return recovered.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException | ExecutionException e) {
-      throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] did not " + what
+      throw new IllegalStateException("[" + pipeline + "] the journal [" + journal + "] did not " + what
           + " within " + timeout + " (ask-timeout): " + e + "; nothing was consumed", e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
