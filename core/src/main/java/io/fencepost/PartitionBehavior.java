@@ -193,10 +193,33 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .onSignal(RecoveryCompleted.instance(), this::onRecoveryCompleted)
         .onSignal(JournalPersistFailed.class, (state, failed) -> onPersistFailed(failed.getFailure()))
         .onSignal(JournalPersistRejected.class, (state, rejected) -> onPersistRejected(rejected.getFailure()))
-        .onSignal(RecoveryFailed.class, (state, failed) ->
-            ctx.getLog().warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(),
-                failed.getFailure().toString()))
+        .onSignal(RecoveryFailed.class, (state, failed) -> onRecoveryFailed(failed.getFailure()))
         .build();
+  }
+
+  /**
+   * Recovery failed; the actor restarts with backoff and tries again. A database that is down heals by
+   * itself (WARN). A journal entry or snapshot that cannot be deserialized never will: the partition
+   * consumes nothing on this node until a version that reads it runs, so that is an ERROR (at most
+   * once a minute per partition, counted as a halt with cause {@code journal-undecodable}).
+   */
+  private void onRecoveryFailed(Throwable failure) {
+    Throwable undecodable = RecoveryFailures.undecodable(failure);
+    if (undecodable == null) {
+      ctx.getLog().warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(), failure.toString());
+      return;
+    }
+    metrics.halted("journal-undecodable");
+    String message = "[" + partition.shortName() + "] cannot recover: a journal entry or snapshot of ["
+        + partition.persistenceId() + "] cannot be deserialized (" + undecodable + "). Nothing of this partition is "
+        + "consumed on this node until a version that reads it runs: bind a serializer for its class in "
+        + "pekko.actor.serialization-bindings, add a Jackson migration for a changed event class, or roll back. "
+        + "Retrying with backoff";
+    if (RecoveryFailures.errorDue(partition.persistenceId())) {
+      ctx.getLog().error(message);
+    } else {
+      ctx.getLog().warn(message);
+    }
   }
 
   /**

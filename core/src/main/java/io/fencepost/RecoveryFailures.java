@@ -1,0 +1,58 @@
+package io.fencepost;
+
+import java.io.IOException;
+import java.io.NotSerializableException;
+import java.io.ObjectStreamException;
+import java.sql.SQLException;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Tells a recovery that can never succeed (a journal entry or snapshot that cannot be deserialized)
+ * from one that fails while the database is away, and rate-limits the ERROR of the first kind: a
+ * partition actor restarts with backoff after each failed recovery, as a new instance.
+ */
+final class RecoveryFailures {
+
+  private static final long ERROR_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
+  private static final Map<String, Long> lastError = new ConcurrentHashMap<>();
+
+  private RecoveryFailures() {
+  }
+
+  /**
+   * The deserialization failure in {@code failure}'s causes, or null when there is none or when the
+   * database or the plugin failed (SQL, timeouts, an open circuit breaker: transient).
+   */
+  static Throwable undecodable(Throwable failure) {
+    Throwable found = null;
+    Set<Throwable> seen = new HashSet<>();
+    for (Throwable t = failure; t != null && seen.add(t); t = t.getCause()) {
+      if (t instanceof SQLException || t instanceof TimeoutException
+          || t.getClass().getName().startsWith("org.apache.pekko.pattern.")) {   // AskTimeout, CircuitBreakerOpen
+        return null;
+      }
+      if (found == null && (t instanceof NotSerializableException || t instanceof ObjectStreamException
+          || t instanceof ClassNotFoundException || t.getClass().getName().startsWith("com.fasterxml.jackson.")
+          || (t instanceof IOException && t.getClass().getName().startsWith("java.io.")))) {
+        found = t;
+      }
+    }
+    return found;
+  }
+
+  /** Whether this partition's ERROR is due (at most one a minute), recording it if so. */
+  static boolean errorDue(String persistenceId) {
+    long now = System.nanoTime();
+    Long last = lastError.get(persistenceId);
+    if (last != null && now - last < ERROR_EVERY_NANOS) {
+      return false;
+    }
+    lastError.put(persistenceId, now);
+    return true;
+  }
+}
