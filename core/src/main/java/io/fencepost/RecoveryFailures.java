@@ -36,13 +36,27 @@ final class RecoveryFailures {
           || t.getClass().getName().startsWith("org.apache.pekko.pattern.")) {   // AskTimeout, CircuitBreakerOpen
         return null;
       }
-      if (found == null && (t instanceof NotSerializableException || t instanceof ObjectStreamException
-          || t instanceof ClassNotFoundException || t.getClass().getName().startsWith("com.fasterxml.jackson.")
-          || (t instanceof IOException && t.getClass().getName().startsWith("java.io.")))) {
+      if (found == null && decoding(t)) {
         found = t;
       }
     }
     return found;
+  }
+
+  /**
+   * A serializer's refusal to read: Java and Jackson serialization errors, compression errors, and
+   * what Pekko's Jackson serializer throws for a class it may not read (not bound, not allowed) or an
+   * entry written by a newer migration version.
+   */
+  private static boolean decoding(Throwable t) {
+    String type = t.getClass().getName();
+    String message = String.valueOf(t.getMessage());
+    return t instanceof NotSerializableException || t instanceof ObjectStreamException
+        || t instanceof ClassNotFoundException || type.startsWith("com.fasterxml.jackson.")
+        || (t instanceof IOException && (type.startsWith("java.io.") || type.startsWith("java.util.zip.")))
+        || type.startsWith("net.jpountz.lz4.")
+        || t instanceof IllegalArgumentException
+        || (t instanceof IllegalStateException && message.contains("Migration version"));
   }
 
   /** Whether this partition's ERROR is due (at most one a minute), recording it if so. */

@@ -96,9 +96,10 @@ class OutboxRelayLivenessIT {
    */
   @Test
   void aRelayWhoseTopicRefusedRecordsAndWhoseProducerDiedPublishesEveryRecordOnceTheTopicIsFixed() throws Exception {
-    String out = KafkaBroker.uniqueName("refusing-out");
+    String in = KafkaBroker.uniqueName("refusing");
+    String out = in + "-out";
     broker.createTopic(out, 2, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "40"));
-    runScenario("refusing", out, () -> {
+    runScenario("refusing", in, () -> {
       assertTrue(killRelayProducerThreads() > 0, "the relay's producer thread was found and killed");
       alterMaxMessageBytes(out, "1048588");
     });
@@ -107,16 +108,17 @@ class OutboxRelayLivenessIT {
   /** The outbox topic does not exist (auto-create off) until the operator creates it. */
   @Test
   void aRelayWhoseTopicIsMissingPublishesEveryRecordOnceItIsCreated() throws Exception {
-    String out = KafkaBroker.uniqueName("missing-out");
-    runScenario("missing", out, () -> broker.createTopic(out, 2));
+    String in = KafkaBroker.uniqueName("missing");
+    runScenario("missing", in, () -> broker.createTopic(in + "-out", 2));
   }
 
   private interface Fix {
     void run() throws Exception;
   }
 
-  private void runScenario(String name, String out, Fix fix) throws Exception {
-    String in = out.replace("-out", "-in");
+  /** Payments into {@code in}; {@link KafkaPipelineIT.Forwarder} publishes each to {@code in-out}. */
+  private void runScenario(String name, String in, Fix fix) throws Exception {
+    String out = in + "-out";
     broker.createTopic(in, 2);
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     ActorSystem<Void> system = KafkaPipelineIT.node(name, postgres);
@@ -128,7 +130,8 @@ class OutboxRelayLivenessIT {
           .withErrorAfter(Duration.ofSeconds(3))
           .withProducer(Map.of("client.id", RELAY_CLIENT, "delivery.timeout.ms", "12000", "request.timeout.ms", "5000",
               "max.block.ms", "3000")));
-      Pipeline upstream = KafkaPipeline.create(system, ctx -> new Forwarder(ctx, out), new KafkaPipelineIT.PaymentDeserializer(), s)
+      Pipeline upstream = KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new,
+          new KafkaPipelineIT.PaymentDeserializer(), s)
           .start();
       KafkaPipelineIT.produceTo(broker, in, 2, PAYMENTS, name + "-");
       await("every payment journaled upstream", Duration.ofMinutes(2), () -> applied(upstream) == PAYMENTS);
@@ -167,32 +170,6 @@ class OutboxRelayLivenessIT {
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
-    }
-  }
-
-  /** Publishes each payment's id to {@code out} through the outbox. */
-  static final class Forwarder extends PartitionActor<TestLedger.Payment, Long, String> {
-    private final String out;
-
-    Forwarder(PartitionContext context, String out) {
-      super(context);
-      this.out = out;
-    }
-
-    @Override
-    protected Long emptyState() {
-      return 0L;
-    }
-
-    @Override
-    protected Effects<String> onRecord(Long count, Inbound<TestLedger.Payment> in) {
-      TestLedger.Payment p = in.value();
-      return Effects.persist(p.paymentId()).andPublish(out, p.merchant(), p.paymentId());
-    }
-
-    @Override
-    protected Long applyEvent(Long count, String paymentId) {
-      return count + 1;
     }
   }
 

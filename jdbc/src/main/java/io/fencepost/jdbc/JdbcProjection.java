@@ -98,8 +98,9 @@ public final class JdbcProjection implements AutoCloseable {
   /** Where the next run starts in the list of journals (a different place each run and each instance). */
   private int nextStart = ThreadLocalRandom.current().nextInt(1 << 16);
   private volatile boolean behind;
+  private volatile boolean closed;
   /** The projection's own connection (runs are serial), opened on first use and after a failure. */
-  private Connection connection;
+  private volatile Connection connection;
 
   private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, Supplier<List<String>> sources,
       List<String> topicRows, Handler handler) {
@@ -231,7 +232,7 @@ public final class JdbcProjection implements AutoCloseable {
     RuntimeException first = null;
     List<String> pids = persistenceIds();
     int start = pids.isEmpty() ? 0 : Math.floorMod(nextStart++, pids.size());
-    for (int i = 0; i < pids.size(); i++) {
+    for (int i = 0; i < pids.size() && !closed; i++) {
       String pid = pids.get((start + i) % pids.size());
       try {
         int n = catchUp(pid);
@@ -247,6 +248,9 @@ public final class JdbcProjection implements AutoCloseable {
           first = e;
         } else {
           first.addSuppressed(e);
+        }
+        if (e instanceof Unreachable) {
+          break;   // every other journal would wait for the same connect timeout
         }
       }
     }
@@ -267,15 +271,20 @@ public final class JdbcProjection implements AutoCloseable {
         return t;
       });
       scheduler.scheduleWithFixedDelay(() -> {
-        try {
-          do {
+        do {   // while a journal has a backlog, the next run follows at once, whatever failed in this one
+          try {
             runOnce();
-          } while (behind && !Thread.currentThread().isInterrupted());   // a backlog: go on at once
-        } catch (JournalGapException e) {
-          log.debug("[{}] projection stays stopped at a journal gap (logged once): {}", name, e.toString());
-        } catch (RuntimeException e) {
-          log.warn("[{}] projection run failed, retrying in {} ms: {}", name, interval.toMillis(), e.toString());
-        }
+          } catch (JournalGapException e) {
+            log.debug("[{}] projection stays stopped at a journal gap (logged once): {}", name, e.toString());
+          } catch (RuntimeException e) {
+            if (!behind) {   // while others catch up, the failing journal is tried again each run: logged once
+              log.warn("[{}] projection run failed, retrying in {} ms: {}", name, interval.toMillis(), e.toString());
+            }
+          } catch (Throwable e) {   // the schedule must survive anything: a thrown Error would end it silently
+            behind = false;
+            log.error("[{}] projection run failed, retrying in {} ms: {}", name, interval.toMillis(), e.toString(), e);
+          }
+        } while (behind && !closed);
       }, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
     }
     return this;
@@ -283,6 +292,7 @@ public final class JdbcProjection implements AutoCloseable {
 
   @Override
   public void close() {
+    closed = true;
     ScheduledExecutorService running;
     synchronized (this) {
       running = scheduler;
@@ -291,9 +301,16 @@ public final class JdbcProjection implements AutoCloseable {
     if (running != null) {
       running.shutdownNow();
       try {
-        running.awaitTermination(30, TimeUnit.SECONDS);
+        if (!running.awaitTermination(30, TimeUnit.SECONDS)) {
+          Connection stuck = connection;   // a statement with no socket timeout: cut it off
+          if (stuck != null) {
+            stuck.abort(Runnable::run);
+          }
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
+      } catch (SQLException e) {
+        log.debug("[{}] aborting the projection's connection: {}", name, e.toString());
       }
     }
     synchronized (this) {
@@ -318,8 +335,14 @@ public final class JdbcProjection implements AutoCloseable {
       closeConnection();
     }
     if (connection == null) {
-      connection = db.connect();
-      connection.setAutoCommit(false);
+      Connection fresh = db.connect();
+      try {
+        fresh.setAutoCommit(false);
+      } catch (SQLException e) {
+        fresh.close();
+        throw e;
+      }
+      connection = fresh;
     }
     return connection;
   }
@@ -332,89 +355,122 @@ public final class JdbcProjection implements AutoCloseable {
     try {
       c = connection();
     } catch (SQLException e) {
-      throw new IllegalStateException("[" + name + "] cannot reach " + db.jdbcUrl() + ": " + e.getMessage(), e);
+      throw new Unreachable("[" + name + "] cannot reach " + db.jdbcUrl() + ": " + e.getMessage(), e);
     }
-    boolean one = isolating.contains(pid);
     try {
-      if (!lock(c, pid)) {
-        c.rollback();
-        return 0;   // another instance works on this journal now
-      }
-      long from = position(c, pid);
-      List<EventEnvelope> envelopes;
-      try {
-        // Open-ended and limited, not a window: the first entry read shows a hole right after the position.
-        envelopes = journal.currentEventsByPersistenceId(pid, from + 1, Long.MAX_VALUE).take(CHUNK)
-            .runWith(Sink.seq(), system).toCompletableFuture().get(60, TimeUnit.SECONDS);
-      } catch (Exception e) {
-        c.rollback();
-        throw new IllegalStateException("[" + name + "] cannot read the journal of [" + pid + "]: " + e, e);
-      }
-      if (envelopes.isEmpty()) {
-        c.rollback();
-        return 0;
-      }
-      try {
-        JournalGapException.check("projection " + name, pid, from + 1,
-            envelopes.stream().map(EventEnvelope::sequenceNr).toList(),
-            last -> "set this projection's position to " + last + " (table fencepost_projection_offsets, projection ["
-                + name + "], persistence_id [" + pid + "]); their read-model updates are then never applied");
-      } catch (JournalGapException gap) {
-        c.rollback();
-        if (position(pid) != from) {
-          return 0;   // another instance moved on meanwhile (compaction may have removed what it passed)
-        }
-        if (gaps.add(pid)) {
-          log.error("[{}] projection stopped for [{}]: {}", name, pid, gap.getMessage());
-        }
-        throw gap;
-      }
-      // One transaction for the chunk; one per batch while a failed batch is looked for.
-      List<List<EventEnvelope>> transactions = one
-          ? envelopes.stream().map(List::of).toList() : List.of(envelopes);
-      long expected = from;
-      int applied = 0;
-      for (List<EventEnvelope> tx : transactions) {
-        if (applied > 0 && !lock(c, pid)) {
-          c.rollback();
-          return applied;   // the lock went with the last commit, and another instance took it
-        }
-        EventEnvelope current = null;
-        try {
-          for (EventEnvelope env : tx) {
-            current = env;
-            AppliedBatch batch = AppliedBatch.from(env.event()).orElse(null);
-            if (batch != null) {
-              handler.apply(c, batch);
-            }
-          }
-        } catch (SQLException | RuntimeException e) {
-          rollback(c, e);
-          if (tx.size() > 1) {
-            isolating.add(pid);   // the next run finds the failing batch, keeping those before it
-          }
-          throw new IllegalStateException("[" + name + "] batch " + pid + "#" + current.sequenceNr()
-              + " was rolled back" + (tx.size() > 1 ? " with the " + (tx.size() - 1) + " other(s) of its transaction" : "")
-              + " (it is tried again): " + e.getMessage(), e);
-        }
-        long last = tx.get(tx.size() - 1).sequenceNr();
-        if (!advance(c, pid, expected, last)) {
-          c.rollback();
-          return applied;   // another instance moved on: re-read the position next run
-        }
-        c.commit();
-        expected = last;
-        applied += tx.size();
-        gaps.remove(pid);   // past the hole (the operator accepted the loss): a later one is reported again
-      }
-      isolating.remove(pid);
-      return applied;
+      return project(c, journal, pid);
     } catch (SQLException e) {
-      rollback(c, e);
-      closeConnection();
+      abandon(c, e);
       throw new IllegalStateException("[" + name + "] journal [" + pid + "] not projected (tried again): "
           + e.getMessage(), e);
+    } catch (RuntimeException | Error e) {
+      abandon(c, e);
+      throw e;
     }
+  }
+
+  /** The database cannot be reached: the rest of the run would only wait for the same timeout. */
+  private static final class Unreachable extends IllegalStateException {
+    Unreachable(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /**
+   * A failure left the transaction in an unknown state: rolled back and the connection closed, so
+   * that no later run can go on in it (and its advisory lock goes with it).
+   */
+  private void abandon(Connection c, Throwable cause) {
+    try {
+      c.rollback();
+    } catch (SQLException | RuntimeException rollbackFailure) {
+      cause.addSuppressed(rollbackFailure);
+    }
+    closeConnection();
+  }
+
+  private int project(Connection c, JdbcReadJournal journal, String pid) throws SQLException {
+    boolean one = isolating.contains(pid);
+    if (!lock(c, pid)) {
+      c.rollback();
+      return 0;   // another instance works on this journal now
+    }
+    long from = position(c, pid);
+    List<EventEnvelope> envelopes;
+    try {
+      // Open-ended and limited, not a window: the first entry read shows a hole right after the position.
+      envelopes = journal.currentEventsByPersistenceId(pid, from + 1, Long.MAX_VALUE).take(CHUNK)
+          .runWith(Sink.seq(), system).toCompletableFuture().get(60, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      c.rollback();
+      throw new IllegalStateException("[" + name + "] cannot read the journal of [" + pid + "]: " + e, e);
+    }
+    if (envelopes.isEmpty()) {
+      c.rollback();
+      return 0;
+    }
+    int unbroken = 0;
+    while (unbroken < envelopes.size() && envelopes.get(unbroken).sequenceNr() == from + 1 + unbroken) {
+      unbroken++;
+    }
+    if (unbroken > 0) {
+      envelopes = envelopes.subList(0, unbroken);   // a hole further on is reported once it is next
+    }
+    try {
+      JournalGapException.check("projection " + name, pid, from + 1,
+          envelopes.stream().map(EventEnvelope::sequenceNr).toList(),
+          last -> "set this projection's position to " + last + " (table fencepost_projection_offsets, projection ["
+              + name + "], persistence_id [" + pid + "]); their read-model updates are then never applied");
+    } catch (JournalGapException gap) {
+      c.rollback();
+      if (position(pid) != from) {
+        return 0;   // another instance moved on meanwhile (compaction may have removed what it passed)
+      }
+      if (gaps.add(pid)) {
+        log.error("[{}] projection stopped for [{}]: {}", name, pid, gap.getMessage());
+      }
+      throw gap;
+    }
+    // One transaction for the chunk; one per batch while a failed batch is looked for.
+    List<List<EventEnvelope>> transactions = one
+        ? envelopes.stream().map(List::of).toList() : List.of(envelopes);
+    long expected = from;
+    int applied = 0;
+    for (List<EventEnvelope> tx : transactions) {
+      if (applied > 0 && !lock(c, pid)) {
+        c.rollback();
+        return applied;   // the lock went with the last commit, and another instance took it
+      }
+      EventEnvelope current = null;
+      try {
+        for (EventEnvelope env : tx) {
+          current = env;
+          AppliedBatch batch = AppliedBatch.from(env.event()).orElse(null);
+          if (batch != null) {
+            handler.apply(c, batch);
+          }
+        }
+      } catch (SQLException | RuntimeException e) {
+        abandon(c, e);
+        if (tx.size() > 1) {
+          isolating.add(pid);   // the next run finds the failing batch, keeping those before it
+        }
+        throw new IllegalStateException("[" + name + "] batch " + pid + "#" + current.sequenceNr()
+            + " was rolled back" + (tx.size() > 1 ? " with the " + (tx.size() - 1) + " other(s) of its transaction" : "")
+            + " (it is tried again): " + e.getMessage(), e);
+      }
+      long last = tx.get(tx.size() - 1).sequenceNr();
+      if (!advance(c, pid, expected, last)) {
+        c.rollback();
+        return applied;   // another instance moved on: re-read the position next run
+      }
+      c.commit();
+      expected = last;
+      applied += tx.size();
+      gaps.remove(pid);   // past the hole (the operator accepted the loss): a later one is reported again
+    }
+    isolating.remove(pid);
+    return applied;
   }
 
   /**
@@ -431,14 +487,6 @@ public final class JdbcProjection implements AutoCloseable {
         rs.next();
         return rs.getBoolean(1);
       }
-    }
-  }
-
-  private static void rollback(Connection c, Exception cause) {
-    try {
-      c.rollback();
-    } catch (SQLException rollbackFailure) {
-      cause.addSuppressed(rollbackFailure);
     }
   }
 
