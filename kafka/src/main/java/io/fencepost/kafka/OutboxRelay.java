@@ -100,6 +100,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   /** Consecutive failed rounds; while > 0 rounds send one record at a time and wait for each. */
   private int failures;
   private long failingSinceNanos;
+  /** When the round in flight started: a failure's time counts from there (a round may wait delivery.timeout.ms). */
+  private long roundStartedNanos;
   private long errorLoggedNanos;
   private long storedAtNanos = System.nanoTime();
   private long publishedTotal;
@@ -196,6 +198,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     boolean careful = failures > 0;
     RelayProducer.Handle producer = producers.current();
     long id = ++round;
+    roundStartedNanos = System.nanoTime();
     CompletableFuture<RoundDone> running = CompletableFuture.supplyAsync(
         () -> new Round(id, from, skip, careful, producer).run(), blocking);
     ctx.pipeToSelf(running, (done, failure) -> failure == null ? done
@@ -379,7 +382,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       return;
     }
     if (failures == 0) {
-      failingSinceNanos = now;
+      failingSinceNanos = roundStartedNanos;
     }
     failures++;
     Throwable cause = done.failure();
