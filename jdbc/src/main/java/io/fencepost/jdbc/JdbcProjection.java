@@ -450,8 +450,7 @@ public final class JdbcProjection implements AutoCloseable {
             handler.apply(c, batch);
           }
         }
-      } catch (SQLException | RuntimeException e) {
-        abandon(c, e);
+      } catch (SQLException | RuntimeException e) {   // catchUp rolls back and drops the connection
         if (tx.size() > 1) {
           isolating.add(pid);   // the next run finds the failing batch, keeping those before it
         }

@@ -121,7 +121,7 @@ final class DeadLetterPublisher {
     List<CompletableFuture<Void>> acks = new ArrayList<>();
     for (DeadLetter d : letters) {
       acks.add(send(id, raw.get(d.offset()), d, false).exceptionallyCompose(e -> {
-        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        Throwable cause = unwrap(e);
         if (!(cause instanceof RecordTooLargeException)) {
           return CompletableFuture.failedFuture(cause);
         }
@@ -141,7 +141,7 @@ final class DeadLetterPublisher {
         return CompletableFuture.<Void>completedFuture(null);
       }
       // Never move past a record whose dead letter is not durable: retry the publication.
-      Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+      Throwable cause = unwrap(e);
       metrics.deadLetterFailed(id, cause);
       Duration delay = backoff.delay(attempt);
       if (attempt + 1 >= ERROR_AFTER_ATTEMPTS && (attempt + 1) % ERROR_AFTER_ATTEMPTS == 0) {
@@ -154,6 +154,10 @@ final class DeadLetterPublisher {
       }
       return Backoff.after(system, delay, () -> publish(id, progress, raw, letters, attempt + 1));
     }).thenCompose(f -> f);
+  }
+
+  private static Throwable unwrap(Throwable e) {
+    return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
   }
 
   private List<String> topics(Map<Long, ConsumerRecord<byte[], byte[]>> raw, List<DeadLetter> letters) {
