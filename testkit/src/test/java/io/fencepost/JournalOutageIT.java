@@ -1,6 +1,7 @@
 package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -14,11 +15,14 @@ import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineHealth;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.testkit.Directories;
 import io.fencepost.testkit.FreePorts;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
+import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.actor.PoisonPill;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -43,9 +47,11 @@ class JournalOutageIT {
       broker.createTopic(topic, 4);
       ActorSystem<Void> system = KafkaPipelineIT.node("outage", db);
       try {
+        // The journal is probed every second; silent for 5 s it would make the node not live.
         PipelineSettings settings = PipelineSettings.create(system, "outage")
             .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
-            .withGroupId(KafkaBroker.uniqueName("outage-group"));
+            .withGroupId(KafkaBroker.uniqueName("outage-group"))
+            .withStallTimeout(Duration.ofSeconds(4)).withDeadAfter(Duration.ofSeconds(5));
         Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "outage"),
             new KafkaPipelineIT.PaymentDeserializer(), settings).start();
         long[] produced = new long[4];
@@ -57,7 +63,13 @@ class JournalOutageIT {
         Thread.sleep(5_000);
         pg.stopServer();
         System.out.println("PostgreSQL stopped");
-        Thread.sleep(20_000);
+        // A database away is no reason to restart the node: its plugins answer (with failures).
+        long outageEnds = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < outageEnds) {
+          PipelineHealth health = pipeline.health();
+          assertTrue(health.live(), "live while PostgreSQL is down: " + health);
+          Thread.sleep(200);
+        }
         pg.startServer();
         long restarted = System.nanoTime();
         System.out.println("PostgreSQL started again");
@@ -84,6 +96,58 @@ class JournalOutageIT {
       pg.startServer();
       pg.close();
       Directories.deleteRecursively(dir);
+    }
+  }
+
+  /**
+   * A journal plugin that died in the JVM (as one whose start failed or was cut short: Pekko never
+   * starts it again) answers nothing, and every recovery and write of the node fails until the
+   * process restarts: the node turns not ready, then not live once the plugin has been silent for
+   * dead-after.
+   */
+  @Test
+  void aJournalPluginThatDiedMakesTheNodeNotLiveAfterDeadAfter() throws Exception {
+    JournalDatabase db = Postgres.shared().createDatabase("dead_plugin");
+    db.installSchema();
+    try (KafkaBroker broker = KafkaBroker.create().start()) {
+      String topic = KafkaBroker.uniqueName("deadplugin");
+      broker.createTopic(topic, 2);
+      ActorSystem<Void> system = KafkaPipelineIT.node("deadplugin", db);
+      try {
+        PipelineSettings settings = PipelineSettings.create(system, "deadplugin")
+            .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
+            .withGroupId(KafkaBroker.uniqueName("deadplugin-group"))
+            .withStallTimeout(Duration.ofSeconds(4)).withDeadAfter(Duration.ofSeconds(5));
+        Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "deadplugin"),
+            new KafkaPipelineIT.PaymentDeserializer(), settings).start();
+        KafkaPipelineIT.produceTo(broker, topic, 2, 200, "a-");
+        awaitApplied(pipeline, 200, Duration.ofMinutes(2));
+        assertTrue(pipeline.health().live(), pipeline.health().toString());
+
+        String plugin = system.settings().config().getString("pekko.persistence.journal.plugin");
+        system.classicSystem().actorSelection("/system/" + plugin).tell(PoisonPill.getInstance(), ActorRef.noSender());
+        long killed = System.nanoTime();
+        PipelineHealth health = pipeline.health();
+        // Pekko's recovery timeout (30 s) tells a silent plugin, then dead-after (5 s) passes.
+        while (health.live() && System.nanoTime() - killed < TimeUnit.SECONDS.toNanos(120)) {
+          Thread.sleep(200);
+          health = pipeline.health();
+        }
+        System.out.printf("not live %.1f s after the journal plugin died: %s%n", (System.nanoTime() - killed) / 1e9,
+            health.reason());
+        assertFalse(health.live(), "not live: " + health);
+        assertFalse(health.ready(), "not ready either: " + health);
+        assertTrue(health.reason().startsWith("[deadplugin] the journal [" + plugin + "] has not answered a recovery "
+            + "for "), health.reason());
+        assertTrue(health.reason().contains("RecoveryTimedOut") && health.reason().contains(
+            "past dead-after (5 s): its plugin is not running in this JVM and only a restart brings it back"),
+            health.reason());
+      } finally {
+        system.terminate();
+        system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      Postgres.shared().dropDatabase(db);
     }
   }
 

@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Timeout;
 
 /** Partitions added to the input topic under a running pipeline and read model, as an operator does. */
 @Tag("integration")
-@Timeout(value = 5, unit = TimeUnit.MINUTES)
+@Timeout(value = 8, unit = TimeUnit.MINUTES)
 class PartitionsAddedIT {
 
   private static KafkaBroker broker;
@@ -70,14 +70,15 @@ class PartitionsAddedIT {
           PartitionsAddedIT::credit).installSchema().start(Duration.ofMillis(200));
 
       long[] before = KafkaPipelineIT.produceTo(broker, topic, 2, 2_000, "before-");
-      awaitPayments(2_000, Duration.ofMinutes(1));
+      awaitPayments(2_000, Duration.ofMinutes(2), pipeline, projection);
 
       try (Admin admin = broker.admin()) {
         admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all().get(30, TimeUnit.SECONDS);
       }
       long[] after = KafkaPipelineIT.produceTo(broker, topic, 4, 4_000, "after-");
-      // The consumer sees the new partitions within its metadata max age (30 s), the projection within a run.
-      awaitPayments(6_000, Duration.ofMinutes(2));
+      // The consumer sees the new partitions within its metadata max age (30 s), the projection within a
+      // run: about 35 s here. The bound leaves room for one stall-timeout (60 s) reseek on a slow machine.
+      awaitPayments(6_000, Duration.ofMinutes(4), pipeline, projection);
 
       List<PartitionView> views = pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS);
       assertEquals(4, views.size(), "every partition is consumed: " + views);
@@ -118,14 +119,25 @@ class PartitionsAddedIT {
     }
   }
 
-  private static void awaitPayments(long expected, Duration timeout) throws Exception {
-    long deadline = System.nanoTime() + timeout.toNanos();
+  private static void awaitPayments(long expected, Duration timeout, Pipeline pipeline, JdbcProjection projection)
+      throws Exception {
+    long start = System.nanoTime();
+    long deadline = start + timeout.toNanos();
     long seen = payments();
     while (seen < expected && System.nanoTime() < deadline) {
       Thread.sleep(200);
       seen = payments();
     }
-    assertEquals(expected, seen, "payments in the read model within " + timeout);
+    if (seen != expected) {
+      // Which side lags: the pipeline (applied, next offset, last error per partition) or the read model.
+      StringBuilder why = new StringBuilder();
+      for (PartitionView v : pipeline.status().toCompletableFuture().get(30, TimeUnit.SECONDS)) {
+        why.append("\n  ").append(v).append(", read model at journal entry ")
+            .append(projection.position(v.partition().persistenceId()));
+      }
+      assertEquals(expected, seen, "payments in the read model within " + timeout + why);
+    }
+    System.out.printf("%d payments in the read model after %d ms%n", expected, (System.nanoTime() - start) / 1_000_000);
   }
 
   private static long payments() throws Exception {

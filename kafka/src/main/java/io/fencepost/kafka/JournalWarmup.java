@@ -12,6 +12,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.RecoveryCompleted;
@@ -38,20 +39,38 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
   private final ActorRef<Object> self;
 
   private JournalWarmup(PipelineSettings settings, CompletableFuture<Done> recovered, ActorRef<Object> self) {
-    super(PersistenceId.ofUniqueId("fencepost-warmup|" + settings.name()));
+    // The failure is the caller's to report: the supervisor logs nothing for it.
+    super(PersistenceId.ofUniqueId("fencepost-warmup|" + settings.name()), SupervisorStrategy.restartWithBackoff(
+        Duration.ofMillis(10), Duration.ofMillis(10), 0).withLoggingEnabled(false));
     this.settings = settings;
     this.recovered = recovered;
     this.self = self;
   }
 
-  /** Blocks until the plugins answered a recovery, at most {@code timeout}. */
-  static void await(ActorSystem<?> system, PipelineSettings settings, Duration timeout) {
+  /**
+   * Recovers the empty persistence id once: completes when the plugins answered, exceptionally with
+   * the recovery's failure ({@code RecoveryTimedOut} when a plugin did not answer at all).
+   */
+  static CompletableFuture<Done> recover(ActorSystem<?> system, PipelineSettings settings) {
     CompletableFuture<Done> recovered = new CompletableFuture<>();
-    Behavior<Object> warmup = Behaviors.setup(ctx -> new JournalWarmup(settings, recovered, ctx.getSelf()));
+    // A failed recovery restarts the probe, which then stops: one recovery each.
+    Behavior<Object> warmup = Behaviors.setup(ctx -> recovered.isDone() ? Behaviors.stopped()
+        : new JournalWarmup(settings, recovered, ctx.getSelf()));
     system.systemActorOf(warmup, "fencepost-warmup-" + RUNS.incrementAndGet(), Props.empty());
-    String journal = settings.partitionActor().journalPluginId().isEmpty()
+    return recovered;
+  }
+
+  /** The journal plugin's id the partition actors use. */
+  static String journalPlugin(ActorSystem<?> system, PipelineSettings settings) {
+    return settings.partitionActor().journalPluginId().isEmpty()
         ? system.settings().config().getString("pekko.persistence.journal.plugin")
         : settings.partitionActor().journalPluginId();
+  }
+
+  /** Blocks until the plugins answered a recovery, at most {@code timeout}. */
+  static void await(ActorSystem<?> system, PipelineSettings settings, Duration timeout) {
+    CompletableFuture<Done> recovered = recover(system, settings);
+    String journal = journalPlugin(system, settings);
     try {
       recovered.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {

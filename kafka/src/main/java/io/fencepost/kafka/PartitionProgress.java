@@ -54,18 +54,29 @@ final class PartitionProgress {
   }
 
   /**
-   * Halted, not yet flowing {@code stallTimeout} after it was assigned (its actor cannot recover or
-   * tell its offset), or holding records to apply (buffered or in flight) with no batch finished for
-   * {@code stallTimeout} since it got them: what {@code fencepost.partition.stalled} reports.
+   * How long the partition has been stuck: not flowing since it was assigned (its actor cannot
+   * recover or tell its offset), or holding records (buffered or in flight) with no batch finished
+   * since it got them; 0 when it is not, and when it is halted (on purpose, not stuck).
+   */
+  long stuckNanos(long nowNanos) {
+    if (halted != null) {
+      return 0;
+    }
+    if (!flowing) {
+      return revoked ? 0 : nowNanos - assignedNanos;
+    }
+    boolean busy = inFlight || buffered.get() > 0;
+    return busy ? nowNanos - Math.max(lastProgressNanos, busySinceNanos) : 0;
+  }
+
+  /**
+   * Halted, or stuck ({@link #stuckNanos}) for longer than {@code stallTimeout}: what
+   * {@code fencepost.partition.stalled} reports.
    */
   boolean stalled(Duration stallTimeout, long nowNanos) {
     if (halted != null) {
       return true;
     }
-    if (!flowing) {
-      return !revoked && nowNanos - assignedNanos > stallTimeout.toNanos();
-    }
-    boolean busy = inFlight || buffered.get() > 0;
-    return flowing && busy && nowNanos - Math.max(lastProgressNanos, busySinceNanos) > stallTimeout.toNanos();
+    return stuckNanos(nowNanos) > stallTimeout.toNanos();
   }
 }

@@ -184,6 +184,7 @@ public final class PipelineSettings {
     Duration askTimeout;
     RetryBackoff retryBackoff;
     Duration stallTimeout;
+    Duration deadAfter;
     Commit commit;
     Duration drainTimeout;
     Duration progressInterval;
@@ -240,6 +241,7 @@ public final class PipelineSettings {
           "must be >= retry-backoff.min [" + v.retryBackoff.min() + "]");
     }
     positive(p + "stall-timeout", v.stallTimeout);
+    positive(p + "dead-after", v.deadAfter);
     positive(p + "commit.max-batch", v.commit.maxBatch());
     positive(p + "commit.max-interval", v.commit.maxInterval());
     positive(p + "drain-timeout", v.drainTimeout);
@@ -393,6 +395,8 @@ public final class PipelineSettings {
       v.deadLetter = new DeadLetterSettings(suffix, create, maxBytes, properties(section.getConfig(key)));
       key = "stall-timeout";
       v.stallTimeout = section.getDuration(key);
+      key = "dead-after";
+      v.deadAfter = section.getDuration(key);
       key = "outbox";
       v.outbox = OutboxSettings.fromSection(section.getConfig(key), own + ".outbox");
     } catch (ConfigException.WrongType | ConfigException.BadValue e) {
@@ -461,6 +465,11 @@ public final class PipelineSettings {
   /** {@code stall-timeout}. */
   public PipelineSettings withStallTimeout(Duration value) {
     return with(c -> c.stallTimeout = Objects.requireNonNull(value, "stallTimeout"));
+  }
+
+  /** {@code dead-after}. */
+  public PipelineSettings withDeadAfter(Duration value) {
+    return with(c -> c.deadAfter = Objects.requireNonNull(value, "deadAfter"));
   }
 
   /** {@code commit}. */
@@ -562,6 +571,15 @@ public final class PipelineSettings {
     return v.stallTimeout;
   }
 
+  /**
+   * How long the journal plugins may leave the pipeline's recovery probes unanswered before the node
+   * is no longer live ({@link PipelineHealth#live()}): a plugin that died in this JVM comes back only
+   * with a restart.
+   */
+  public Duration deadAfter() {
+    return v.deadAfter;
+  }
+
   public Commit commit() {
     return v.commit;
   }
@@ -616,7 +634,7 @@ public final class PipelineSettings {
   public String toString() {
     return "PipelineSettings(name=" + v.name + ", bootstrapServers=" + v.bootstrapServers + ", topics=" + v.topics
         + ", groupId=" + v.groupId + ", autoOffsetReset=" + v.autoOffsetReset + ", " + v.batch + ", askTimeout="
-        + v.askTimeout + ", " + v.retryBackoff + ", stallTimeout=" + v.stallTimeout + ", " + v.commit
+        + v.askTimeout + ", " + v.retryBackoff + ", stallTimeout=" + v.stallTimeout + ", deadAfter=" + v.deadAfter + ", " + v.commit
         + ", drainTimeout=" + v.drainTimeout + ", progressInterval=" + v.progressInterval
         + ", kafkaClients=" + v.kafkaClients.keySet() + ", commonKafkaClients=" + v.commonKafkaClients.keySet() + ", " + v.handlerRetry + ", deadLetter=*"
         + v.deadLetter.topicSuffix() + (v.deadLetter.createTopic() ? " (create)" : "") + " max "

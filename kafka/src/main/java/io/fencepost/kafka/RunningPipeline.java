@@ -73,6 +73,7 @@ final class RunningPipeline<V> implements Pipeline {
   private final PartitionHost host;
   private final SeekTargets targets;
   private final PartitionOwnership ownership;
+  private final JournalLiveness journal;
   private volatile CompletionStage<Done> stopped;
   private volatile Cancellable watchdog;
   private volatile Cancellable progress;
@@ -125,6 +126,7 @@ final class RunningPipeline<V> implements Pipeline {
     BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, decoder, deadLetters, relays,
         logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control);
     this.ownership = new PartitionOwnership(system, settings, host, targets, delivery, relays);
+    this.journal = new JournalLiveness(system, settings);
   }
 
   private PartitionOwnership ownership() {
@@ -132,10 +134,7 @@ final class RunningPipeline<V> implements Pipeline {
   }
 
   static GuaranteeStatement guarantee(ActorSystem<?> system, PipelineSettings settings) {
-    String journal = settings.partitionActor().journalPluginId().isEmpty()
-        ? system.settings().config().getString("pekko.persistence.journal.plugin")
-        : settings.partitionActor().journalPluginId();
-    return GuaranteeStatement.of(settings.partitionActor(), "[" + journal + "]");
+    return GuaranteeStatement.of(settings.partitionActor(), "[" + JournalWarmup.journalPlugin(system, settings) + "]");
   }
 
   static <V> Pipeline start(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
@@ -198,12 +197,16 @@ final class RunningPipeline<V> implements Pipeline {
   /**
    * A partition that flows, has records to read, no batch in flight and no progress for
    * {@code stall-timeout} is stuck: it seeks to its actor's stored offset again. Never silently
-   * stalled (and never seen since the ownership state machine: logged as a WARN to look into).
+   * stalled (and never seen since the ownership state machine: logged as a WARN to look into). Each
+   * round also probes the journal plugins ({@link JournalLiveness}).
    */
   private void startWatchdog() {
     Duration every = Duration.ofSeconds(Math.max(1, settings.stallTimeout().toSeconds() / 4));
     watchdog = system.scheduler().scheduleWithFixedDelay(every, every, () -> {
       try {
+        if (stopped == null) {
+          journal.probe();
+        }
         checkStalls();
       } catch (RuntimeException e) {
         log.debug("[{}] stall check failed: {}", settings.name(), e.toString());
@@ -419,8 +422,21 @@ final class RunningPipeline<V> implements Pipeline {
       return new PipelineHealth(settings.name(), false, false, name + "its consumer thread is stuck: it has not gone "
           + "round its loop for " + sinceTurn / 1000 + " s (max.poll.interval.ms " + maxPoll + ")");
     }
+    if (stopped == null) {
+      String silent = journal.deadReason(settings.deadAfter());
+      if (!silent.isEmpty()) {
+        return new PipelineHealth(settings.name(), false, false, name + silent);
+      }
+    }
     String notReady = notReadyReason();
     return new PipelineHealth(settings.name(), true, notReady.isEmpty(), notReady.isEmpty() ? "" : name + notReady);
+  }
+
+  private Map<PartitionId, PartitionProgress> assignedInOrder() {
+    Map<PartitionId, PartitionProgress> sorted = new TreeMap<>(
+        Comparator.comparing(PartitionId::topic).thenComparingInt(PartitionId::partition));
+    sorted.putAll(ownership.assigned());
+    return sorted;
   }
 
   /** Why this node's part of the pipeline is not ready, or empty. */
@@ -432,6 +448,10 @@ final class RunningPipeline<V> implements Pipeline {
     if (failure != null) {
       return "its consumer failed and is being replaced: " + failure;
     }
+    String silent = journal.silentReason();
+    if (!silent.isEmpty()) {
+      return silent;
+    }
     if (!ownership.joined()) {
       return "waiting for an assignment from group [" + settings.groupId() + "]";
     }
@@ -441,10 +461,7 @@ final class RunningPipeline<V> implements Pipeline {
     }
     long now = System.nanoTime();
     List<String> problems = new ArrayList<>();
-    Map<PartitionId, PartitionProgress> byPartition = new TreeMap<>(
-        Comparator.comparing(PartitionId::topic).thenComparingInt(PartitionId::partition));
-    byPartition.putAll(ownership.assigned());
-    byPartition.forEach((id, p) -> {
+    assignedInOrder().forEach((id, p) -> {
       String tp = id.topic() + "-" + id.partition();
       if (p.halted != null) {
         problems.add(tp + " halted: " + (p.halted.length() > 160 ? p.halted.substring(0, 160) + "..." : p.halted));

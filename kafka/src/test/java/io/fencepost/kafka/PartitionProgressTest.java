@@ -50,6 +50,20 @@ class PartitionProgressTest {
   }
 
   @Test
+  void stuckTimeCountsFromTheAssignmentWhileRecoveringAndFromTheRecordsWhileFlowingButNotWhileHalted() {
+    PartitionProgress recovering = new PartitionProgress();
+    assertEquals(301 * S, recovering.stuckNanos(recovering.assignedNanos + 301 * S), "a journal that never answers");
+    PartitionProgress p = flowing();
+    p.lastProgressNanos = 10 * S;
+    p.busySinceNanos = 100 * S;
+    assertEquals(0, p.stuckNanos(500 * S), "idle: not stuck");
+    p.inFlight = true;
+    assertEquals(400 * S, p.stuckNanos(500 * S), "a batch in flight since its records came at 100 s");
+    p.halted = "journal gap";
+    assertEquals(0, p.stuckNanos(500 * S), "halted on purpose");
+  }
+
+  @Test
   void lagIsLogEndLessStoredNextOffsetOnceBothAreKnown() {
     PartitionProgress p = new PartitionProgress();
     assertTrue(Double.isNaN(p.lag()), "neither known");

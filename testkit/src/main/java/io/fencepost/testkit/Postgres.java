@@ -168,6 +168,22 @@ public final class Postgres {
     execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
   }
 
+  /**
+   * Takes {@code db} away from its clients, as an outage does: new connections are refused and the
+   * open ones are closed, while the server and its other databases keep running. {@link #reopen}
+   * undoes it.
+   */
+  public void cutOff(JournalDatabase db) {
+    String name = databaseName(db.jdbcUrl());
+    execute("ALTER DATABASE " + name + " ALLOW_CONNECTIONS false");
+    execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + name + "'");
+  }
+
+  /** Accepts connections to {@code db} again after {@link #cutOff}. */
+  public void reopen(JournalDatabase db) {
+    execute("ALTER DATABASE " + databaseName(db.jdbcUrl()) + " ALLOW_CONNECTIONS true");
+  }
+
   /** Stops the embedded server (no-op for an external one). */
   public synchronized void close() {
     if (embedded != null) {

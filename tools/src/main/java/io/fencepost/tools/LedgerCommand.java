@@ -67,6 +67,7 @@ final class LedgerCommand implements Main.Command {
     });
     System.out.println("READY " + node.system().address());
     System.out.flush();
+    LivenessWatch liveness = LivenessWatch.start(node.pipeline(), node.system());
     node.system().getWhenTerminated().toCompletableFuture().get();
     System.out.println("fencepost.writes.fenced on this node: "
         + (long) meters.find("fencepost.writes.fenced").counters().stream().mapToDouble(Counter::count).sum());
@@ -75,6 +76,11 @@ final class LedgerCommand implements Main.Command {
       System.err.println("fencepost ledger: this node was downed by the cluster (split-brain resolver or an "
           + "operator) and stopped; exit status " + LedgerNode.DOWNED_EXIT_STATUS + ": let a supervisor start it again");
       return LedgerNode.DOWNED_EXIT_STATUS;
+    }
+    if (reason.isPresent() && reason.get().equals(LivenessWatch.REASON)) {
+      System.err.println("fencepost ledger: this node was not live (" + liveness.lastReason() + ") and stopped; exit "
+          + "status " + LivenessWatch.EXIT_STATUS + ": let a supervisor start it again");
+      return LivenessWatch.EXIT_STATUS;
     }
     return 0;
   }

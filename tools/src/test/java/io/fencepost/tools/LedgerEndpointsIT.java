@@ -11,15 +11,22 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 import io.fencepost.examples.LedgerNode;
+import io.fencepost.examples.Payment;
+import io.fencepost.examples.PaymentJson;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.FreePorts;
 import io.fencepost.testkit.JvmProcess;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -85,6 +92,88 @@ class LedgerEndpointsIT {
       }
     } finally {
       Postgres.shared().dropDatabase(journal);
+    }
+  }
+
+  /**
+   * A journal database that goes away under a running node for longer than {@code dead-after}: the
+   * node turns not ready and stays live (its plugins answer, with failures; a restart would not
+   * help), and once the database is back it applies what waited without a restart.
+   */
+  @Test
+  void aNodeWhoseJournalDatabaseGoesAwayStaysLiveAndGoesOnOnceItIsBack() throws Exception {
+    JournalDatabase journal = Postgres.shared().createDatabase("ledger_db_away_it");
+    journal.installSchema();
+    try (KafkaBroker broker = KafkaBroker.create().start()) {
+      String topic = KafkaBroker.uniqueName("payments");
+      broker.createTopic(topic, 2);
+      int port = FreePorts.next();
+      int management = FreePorts.next();
+      List<String> args = new ArrayList<>(LedgerNode.commandLine(broker.bootstrapServers(), topic, "ledger", journal,
+          port, List.of("127.0.0.1:" + port)));
+      args.addAll(List.of("--management-port", Integer.toString(management)));
+      // The journal is probed every second; silent for 5 s, the node would stop itself.
+      List<String> jvm = List.of("-Dfencepost.pipeline.stall-timeout=4s", "-Dfencepost.pipeline.dead-after=5s");
+      String base = "http://127.0.0.1:" + management + "/";
+      JvmProcess node = JvmProcess.start("db-away-node", jvm, Main.class.getName(), args,
+          Path.of("target", "ledger-db-away-it.log"));
+      try {
+        node.awaitLine("READY", Duration.ofSeconds(120));
+        produce(broker, topic, "before-", 100);
+        await(base + "metrics", r -> applied(r.body(), topic, 2) == 100);
+        await(base + "ready", r -> r.statusCode() == 200);
+
+        Postgres.shared().cutOff(journal);
+        long away = System.nanoTime();
+        produce(broker, topic, "during-", 100);
+        // Not ready once its partitions stalled (stall-timeout) or restarted and cannot recover.
+        await(base + "ready", r -> r.statusCode() != 200
+            && (r.body().contains("stalled") || r.body().contains("recovering")));
+        while (System.nanoTime() - away < TimeUnit.SECONDS.toNanos(20)) {   // four times dead-after
+          assertTrue(node.isAlive(), "the node keeps running while its database is away");
+          HttpResponse<String> alive = get(base + "alive");
+          assertEquals(200, alive.statusCode(), alive.body());
+          Thread.sleep(500);
+        }
+        Postgres.shared().reopen(journal);
+        await(base + "metrics", r -> applied(r.body(), topic, 2) == 200);
+        assertEquals(200, await(base + "ready", r -> r.statusCode() == 200).statusCode());
+        assertEquals(0, node.countLines("this node was not live"), "it never stopped itself");
+      } finally {
+        Postgres.shared().reopen(journal);
+        node.kill();
+      }
+    } finally {
+      Postgres.shared().dropDatabase(journal);
+    }
+  }
+
+  /** The records the node applied on the topic's partitions, from its Prometheus page (-1: not all shown yet). */
+  private static long applied(String metrics, String topic, int partitions) {
+    long sum = 0;
+    for (int p = 0; p < partitions; p++) {
+      String prefix = "fencepost_records_applied_total{group=\"ledger\",partition=\"" + p + "\",topic=\""
+          + topic + "\"} ";
+      int at = metrics.indexOf(prefix);
+      if (at < 0) {
+        return -1;
+      }
+      int end = metrics.indexOf('\n', at);
+      sum += (long) Double.parseDouble(metrics.substring(at + prefix.length(), end).trim());
+    }
+    return sum;
+  }
+
+  private static void produce(KafkaBroker broker, String topic, String prefix, int count) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    PaymentJson json = new PaymentJson();
+    try (KafkaProducer<String, Payment> producer = new KafkaProducer<>(p, new StringSerializer(), json)) {
+      for (int i = 0; i < count; i++) {
+        producer.send(new ProducerRecord<>(topic, "m" + i % 7, new Payment(prefix + i, "m" + i % 7, 100)));
+      }
+      producer.flush();
     }
   }
 
