@@ -1,117 +1,117 @@
 package io.fencepost.kafka;
 
 import java.time.Duration;
-import java.util.HashSet;
-import java.util.Set;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import org.apache.pekko.Done;
+import org.apache.pekko.actor.ActorIdentity;
+import org.apache.pekko.actor.Identify;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.pattern.Patterns;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Whether the journal and snapshot plugins of this JVM still answer: each {@link #probe()} recovers
- * an empty persistence id through them ({@link JournalWarmup}). A plugin that answers with a failure
- * (its database is away, its circuit breaker open) is alive: it heals with the database, and a
- * restart would not help. A plugin that does not answer at all (Pekko's {@code RecoveryTimedOut}, or
- * no outcome within the probe's own bound) died in this JVM (a plugin whose start failed, or was cut
- * short, stays dead for the life of the actor system): every recovery and write of the node fails
- * until the process restarts. Once it has been silent for {@code dead-after}, the pipeline is not
- * live.
+ * Whether the journal and snapshot plugin actors of this JVM still run. Pekko starts a plugin once,
+ * as the system actor {@code /system/<plugin id>}, and hands out that reference for the life of the
+ * actor system: a plugin that stopped (its restart after a failure threw, or its start was cut short)
+ * is never started again, and every recovery and write of the node fails until the process restarts.
+ * Each {@link #probe()} asks both actors to identify themselves. A plugin whose database is away still
+ * runs (it answers its callers with failures, and heals with the database): that is not this check's
+ * business. Missing for {@code dead-after}, the pipeline is not live.
  */
 final class JournalLiveness {
 
   private static final Logger log = LoggerFactory.getLogger(JournalLiveness.class);
+  private static final Duration IDENTIFY_TIMEOUT = Duration.ofSeconds(10);
 
   private final ActorSystem<?> system;
-  private final PipelineSettings settings;
-  private final String plugin;
-  /** A probe's own bound: well past the plugins' recovery timeout (30 s by default). */
-  private final Duration bound;
+  private final String pipeline;
+  private final List<String> plugins = new ArrayList<>();
   private final AtomicBoolean probing = new AtomicBoolean();
-  /** When the first silent probe of the current silence ended (0: the plugins answer). */
-  private volatile long silentSinceNanos;
-  private volatile String lastSilence = "";
-  private volatile boolean errorLogged;
+  /** The plugins found missing at the last probe, and since when (read together). */
+  private volatile Missing missing;
+
+  private record Missing(List<String> plugins, long sinceNanos) {
+  }
 
   JournalLiveness(ActorSystem<?> system, PipelineSettings settings) {
     this.system = system;
-    this.settings = settings;
-    this.plugin = JournalWarmup.journalPlugin(system, settings);
-    this.bound = settings.askTimeout().multipliedBy(2).plus(Duration.ofSeconds(30));
+    this.pipeline = settings.name();
+    plugins.add(JournalWarmup.journalPlugin(system, settings));
+    String snapshots = JournalWarmup.snapshotPlugin(system, settings);
+    if (!snapshots.isEmpty()) {
+      plugins.add(snapshots);
+    }
   }
 
-  /** Starts a probe unless one is under way; its outcome updates the state. */
+  /** Asks the plugin actors to identify themselves, unless a probe is under way; the answers update the state. */
   void probe() {
     if (!probing.compareAndSet(false, true)) {
       return;
     }
-    CompletableFuture<Done> recovered;
-    try {
-      recovered = JournalWarmup.recover(system, settings);
-    } catch (RuntimeException e) {   // the actor system is terminating
-      probing.set(false);
-      return;
+    List<CompletableFuture<String>> absent = new ArrayList<>();
+    for (String plugin : plugins) {
+      absent.add(Patterns.ask(system.classicSystem().actorSelection("/system/" + plugin), new Identify(plugin),
+              IDENTIFY_TIMEOUT).toCompletableFuture()
+          .thenApply(answer -> answer instanceof ActorIdentity id && id.getActorRef().isEmpty() ? plugin : "")
+          .exceptionally(e -> null));   // no answer at all (an overloaded system): nothing learnt
     }
-    recovered.orTimeout(bound.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
-        .whenComplete((done, failure) -> {
-          try {
-            outcome(failure);
-          } finally {
-            probing.set(false);
+    CompletableFuture.allOf(absent.toArray(new CompletableFuture[0])).whenComplete((v, e) -> {
+      try {
+        List<String> gone = new ArrayList<>();
+        boolean known = true;
+        for (CompletableFuture<String> a : absent) {
+          String plugin = a.join();
+          known &= plugin != null;
+          if (plugin != null && !plugin.isEmpty()) {
+            gone.add(plugin);
           }
-        });
-  }
-
-  /** Records a probe's outcome; null: the plugins recovered the probe. Visible for tests. */
-  void outcome(Throwable failure) {
-    if (failure == null || !silent(failure)) {
-      if (silentSinceNanos != 0) {
-        log.info("[{}] the journal [{}] answers again", settings.name(), plugin);
+        }
+        if (known || !gone.isEmpty()) {
+          outcome(gone);
+        }
+      } finally {
+        probing.set(false);
       }
-      silentSinceNanos = 0;
-      errorLogged = false;
-      return;
-    }
-    lastSilence = String.valueOf(failure instanceof TimeoutException ? "no outcome within " + bound : failure);
-    if (silentSinceNanos == 0) {
-      silentSinceNanos = System.nanoTime();
-      log.warn("[{}] the journal [{}] did not answer a recovery ({}); the node is not live if it stays silent for "
-          + "dead-after ({})", settings.name(), plugin, lastSilence, settings.deadAfter());
-    } else if (!errorLogged && !deadReason(settings.deadAfter()).isEmpty()) {
-      errorLogged = true;
-      log.error("[{}] {}", settings.name(), deadReason(settings.deadAfter()));
-    }
+    });
   }
 
-  /** A failure that is no answer from a plugin (rather than a plugin reporting its database's failure). */
-  private static boolean silent(Throwable failure) {
-    Set<Throwable> seen = new HashSet<>();
-    for (Throwable t = failure; t != null && seen.add(t); t = t.getCause()) {
-      if (t instanceof TimeoutException || t.getClass().getName().equals("org.apache.pekko.persistence.RecoveryTimedOut")) {
-        return true;
+  /** Records which plugins a probe found missing (none: all run). Visible for tests. */
+  void outcome(List<String> gone) {
+    Missing before = missing;
+    if (gone.isEmpty()) {
+      if (before != null) {
+        log.info("[{}] the persistence plugins {} run again", pipeline, before.plugins());
       }
+      missing = null;
+    } else if (before == null || !before.plugins().equals(gone)) {
+      missing = new Missing(List.copyOf(gone), System.nanoTime());
+      log.error("[{}] the persistence plugin(s) {} no longer run in this JVM: every recovery and write of its "
+          + "partitions fails until the process restarts (Pekko never starts a stopped plugin again). The node is "
+          + "not ready, and not live after dead-after", pipeline, gone);
     }
-    return false;
   }
 
-  /** Why the journal makes the node not ready (silent at the last probes), or empty. */
-  String silentReason() {
-    long since = silentSinceNanos;
-    return since == 0 ? "" : "the journal [" + plugin + "] has not answered a recovery for "
-        + (System.nanoTime() - since) / 1_000_000_000 + " s (" + lastSilence + ")";
+  /** Why the plugins make the node not ready, or empty. */
+  String missingReason() {
+    Missing m = missing;
+    return m == null ? "" : reason(m);
   }
 
-  /** Why the node is not live (the plugins silent for longer than {@code deadAfter}), or empty. */
+  /** Why the node is not live (a plugin missing for longer than {@code deadAfter}), or empty. */
   String deadReason(Duration deadAfter) {
-    long since = silentSinceNanos;
-    if (since == 0 || System.nanoTime() - since <= deadAfter.toNanos()) {
+    Missing m = missing;
+    if (m == null || System.nanoTime() - m.sinceNanos() <= deadAfter.toNanos()) {
       return "";
     }
-    return silentReason() + ", past dead-after (" + deadAfter.toSeconds() + " s): its plugin is not running in this "
-        + "JVM and only a restart brings it back";
+    return reason(m) + ", past dead-after (" + deadAfter.toSeconds() + " s): only a restart brings it back";
+  }
+
+  private static String reason(Missing m) {
+    return "the persistence plugin(s) " + m.plugins() + " no longer run in this JVM (for "
+        + (System.nanoTime() - m.sinceNanos()) / 1_000_000_000 + " s)";
   }
 }

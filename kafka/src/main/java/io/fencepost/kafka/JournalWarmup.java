@@ -12,7 +12,6 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.Props;
-import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.RecoveryCompleted;
@@ -39,37 +38,17 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
   private final ActorRef<Object> self;
 
   private JournalWarmup(PipelineSettings settings, CompletableFuture<Done> recovered, ActorRef<Object> self) {
-    // The failure is the caller's to report: the supervisor logs nothing for it.
-    super(PersistenceId.ofUniqueId("fencepost-warmup|" + settings.name()), SupervisorStrategy.restartWithBackoff(
-        Duration.ofMillis(10), Duration.ofMillis(10), 0).withLoggingEnabled(false));
+    super(PersistenceId.ofUniqueId("fencepost-warmup|" + settings.name()));
     this.settings = settings;
     this.recovered = recovered;
     this.self = self;
   }
 
-  /**
-   * Recovers the empty persistence id once: completes when the plugins answered, exceptionally with
-   * the recovery's failure ({@code RecoveryTimedOut} when a plugin did not answer at all).
-   */
-  static CompletableFuture<Done> recover(ActorSystem<?> system, PipelineSettings settings) {
-    CompletableFuture<Done> recovered = new CompletableFuture<>();
-    // A failed recovery restarts the probe, which then stops: one recovery each.
-    Behavior<Object> warmup = Behaviors.setup(ctx -> recovered.isDone() ? Behaviors.stopped()
-        : new JournalWarmup(settings, recovered, ctx.getSelf()));
-    system.systemActorOf(warmup, "fencepost-warmup-" + RUNS.incrementAndGet(), Props.empty());
-    return recovered;
-  }
-
-  /** The journal plugin's id the partition actors use. */
-  static String journalPlugin(ActorSystem<?> system, PipelineSettings settings) {
-    return settings.partitionActor().journalPluginId().isEmpty()
-        ? system.settings().config().getString("pekko.persistence.journal.plugin")
-        : settings.partitionActor().journalPluginId();
-  }
-
   /** Blocks until the plugins answered a recovery, at most {@code timeout}. */
   static void await(ActorSystem<?> system, PipelineSettings settings, Duration timeout) {
-    CompletableFuture<Done> recovered = recover(system, settings);
+    CompletableFuture<Done> recovered = new CompletableFuture<>();
+    Behavior<Object> warmup = Behaviors.setup(ctx -> new JournalWarmup(settings, recovered, ctx.getSelf()));
+    system.systemActorOf(warmup, "fencepost-warmup-" + RUNS.incrementAndGet(), Props.empty());
     String journal = journalPlugin(system, settings);
     try {
       recovered.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
@@ -85,6 +64,20 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while the journal started", e);
     }
+  }
+
+  /** The journal plugin's id the partition actors use. */
+  static String journalPlugin(ActorSystem<?> system, PipelineSettings settings) {
+    return settings.partitionActor().journalPluginId().isEmpty()
+        ? system.settings().config().getString("pekko.persistence.journal.plugin")
+        : settings.partitionActor().journalPluginId();
+  }
+
+  /** The snapshot plugin's id the partition actors use (empty: none configured). */
+  static String snapshotPlugin(ActorSystem<?> system, PipelineSettings settings) {
+    return settings.partitionActor().snapshotPluginId().isEmpty()
+        ? system.settings().config().getString("pekko.persistence.snapshot-store.plugin")
+        : settings.partitionActor().snapshotPluginId();
   }
 
   @Override

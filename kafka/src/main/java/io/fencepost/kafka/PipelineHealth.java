@@ -8,8 +8,8 @@ import java.time.Duration;
  * @param pipeline the pipeline's name
  * @param live false when the consumer thread ended without a stop, or has not gone round its loop
  *     (a poll, or a failed attempt) within the consumer's {@code max.poll.interval.ms}, or the journal
- *     and snapshot plugins have answered none of the pipeline's recovery probes for {@code dead-after}
- *     (they died in this JVM): restarting the process is the remedy
+ *     or snapshot plugin actor has been missing for {@code dead-after} (Pekko never starts a stopped
+ *     plugin again): restarting the process is the remedy
  * @param ready true when the consumer is in its group and running (not being replaced after a
  *     failure), its assignment has not changed for {@link #SETTLE}, and every partition assigned here
  *     recovered, flows, is not halted and is not stalled (records to apply and no batch finished for

@@ -572,9 +572,9 @@ public final class PipelineSettings {
   }
 
   /**
-   * How long the journal plugins may leave the pipeline's recovery probes unanswered before the node
-   * is no longer live ({@link PipelineHealth#live()}): a plugin that died in this JVM comes back only
-   * with a restart.
+   * How long the journal or snapshot plugin actor may be missing before the node is no longer live
+   * ({@link PipelineHealth#live()}): Pekko never starts a stopped plugin again, so only a restart
+   * brings it back.
    */
   public Duration deadAfter() {
     return v.deadAfter;

@@ -198,7 +198,7 @@ final class RunningPipeline<V> implements Pipeline {
    * A partition that flows, has records to read, no batch in flight and no progress for
    * {@code stall-timeout} is stuck: it seeks to its actor's stored offset again. Never silently
    * stalled (and never seen since the ownership state machine: logged as a WARN to look into). Each
-   * round also probes the journal plugins ({@link JournalLiveness}).
+   * round also checks that the persistence plugins run ({@link JournalLiveness}).
    */
   private void startWatchdog() {
     Duration every = Duration.ofSeconds(Math.max(1, settings.stallTimeout().toSeconds() / 4));
@@ -423,9 +423,9 @@ final class RunningPipeline<V> implements Pipeline {
           + "round its loop for " + sinceTurn / 1000 + " s (max.poll.interval.ms " + maxPoll + ")");
     }
     if (stopped == null) {
-      String silent = journal.deadReason(settings.deadAfter());
-      if (!silent.isEmpty()) {
-        return new PipelineHealth(settings.name(), false, false, name + silent);
+      String dead = journal.deadReason(settings.deadAfter());
+      if (!dead.isEmpty()) {
+        return new PipelineHealth(settings.name(), false, false, name + dead);
       }
     }
     String notReady = notReadyReason();
@@ -448,9 +448,9 @@ final class RunningPipeline<V> implements Pipeline {
     if (failure != null) {
       return "its consumer failed and is being replaced: " + failure;
     }
-    String silent = journal.silentReason();
-    if (!silent.isEmpty()) {
-      return silent;
+    String missing = journal.missingReason();
+    if (!missing.isEmpty()) {
+      return missing;
     }
     if (!ownership.joined()) {
       return "waiting for an assignment from group [" + settings.groupId() + "]";

@@ -121,7 +121,7 @@ class PipelineSettingsTest {
     SettingsException autoCommit = assertThrows(SettingsException.class,
         () -> base.withKafkaClient("enable.auto.commit", "true"));
     assertEquals("fencepost.pipelines.ledger.kafka-clients.enable.auto.commit", autoCommit.key());
-    assertEquals(Duration.ofMinutes(2), base.deadAfter());
+    assertEquals(Duration.ofSeconds(30), base.deadAfter());
     SettingsException deadAfter = assertThrows(SettingsException.class, () -> base.withDeadAfter(Duration.ZERO));
     assertEquals("fencepost.pipelines.ledger.dead-after", deadAfter.key());
   }

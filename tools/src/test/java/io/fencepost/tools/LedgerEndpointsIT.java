@@ -97,8 +97,8 @@ class LedgerEndpointsIT {
 
   /**
    * A journal database that goes away under a running node for longer than {@code dead-after}: the
-   * node turns not ready and stays live (its plugins answer, with failures; a restart would not
-   * help), and once the database is back it applies what waited without a restart.
+   * node turns not ready and stays live (its plugins run and answer with failures; a restart would
+   * not help), and once the database is back it applies what waited without a restart.
    */
   @Test
   void aNodeWhoseJournalDatabaseGoesAwayStaysLiveAndGoesOnOnceItIsBack() throws Exception {
@@ -112,7 +112,7 @@ class LedgerEndpointsIT {
       List<String> args = new ArrayList<>(LedgerNode.commandLine(broker.bootstrapServers(), topic, "ledger", journal,
           port, List.of("127.0.0.1:" + port)));
       args.addAll(List.of("--management-port", Integer.toString(management)));
-      // The journal is probed every second; silent for 5 s, the node would stop itself.
+      // The plugins are checked every second; a plugin missing for 5 s would make the node stop itself.
       List<String> jvm = List.of("-Dfencepost.pipeline.stall-timeout=4s", "-Dfencepost.pipeline.dead-after=5s");
       String base = "http://127.0.0.1:" + management + "/";
       JvmProcess node = JvmProcess.start("db-away-node", jvm, Main.class.getName(), args,
