@@ -12,7 +12,6 @@ import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -80,8 +79,7 @@ final class RunningPipeline<V> implements Pipeline {
   private final ProgressLine progressLine = new ProgressLine();
   /** Log-end reads that failed in a row (logged at the first and every 20th). */
   private final java.util.concurrent.atomic.AtomicInteger endsUnknown = new java.util.concurrent.atomic.AtomicInteger();
-  // (end offset, position) at the last watchdog restart: again only once records arrived or it moved since
-  private final Map<TopicPartition, List<Long>> restartedAt = new ConcurrentHashMap<>();
+  private final StallRestarts stallRestarts;
   private final RecordDecoder<V> decoder;
   /** The consumer's properties (security settings included), read once. */
   private final Map<String, Object> consumerProperties;
@@ -127,6 +125,7 @@ final class RunningPipeline<V> implements Pipeline {
         logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control);
     this.ownership = new PartitionOwnership(system, settings, host, targets, delivery, relays);
     this.journal = new JournalLiveness(system, settings);
+    this.stallRestarts = new StallRestarts(settings.stallTimeout());
   }
 
   private PartitionOwnership ownership() {
@@ -244,15 +243,17 @@ final class RunningPipeline<V> implements Pipeline {
         .thenAccept(ends -> ends.forEach((tp, info) -> {
       PartitionProgress progress = progressOf.get(tp);
       progress.logEnd = info.offset();   // the lag gauge reads it
-      List<Long> at = List.of(info.offset(), progress.knownNextOffset);
+      long now = System.nanoTime();
       if (progress.flowing && !progress.inFlight && progress.halted == null
-          && System.nanoTime() - progress.lastProgressNanos > settings.stallTimeout().toNanos()
-          && info.offset() > Math.max(0, progress.knownNextOffset) && !at.equals(restartedAt.get(tp))) {
-        // (A transaction's commit marker also lies past the last record: after one restart at the
-        // same end and position, the watchdog waits for new records or progress before it tries again.)
-        restartedAt.put(tp, at);
+          && now - progress.lastProgressNanos > settings.stallTimeout().toNanos()
+          && info.offset() > Math.max(0, progress.knownNextOffset)
+          && stallRestarts.due(tp, info.offset(), progress.knownNextOffset, now)) {
+        // (A transaction's commit marker also lies past the last record: restarts at the same end and
+        // position back off rather than repeat every stall-timeout.)
+        int times = stallRestarts.times(tp);
         ownership.restart(partitionId(tp), progress, "no progress for " + settings.stallTimeout().toSeconds()
-            + " s (end " + info.offset() + ", at " + progress.knownNextOffset + ")");
+            + " s (end " + info.offset() + ", at " + progress.knownNextOffset + ")" + (times > 1 ? "; restart " + times
+            + " at this place (a transaction marker past the last record also looks like this)" : ""));
       }
     }));
   }
