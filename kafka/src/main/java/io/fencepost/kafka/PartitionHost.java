@@ -16,6 +16,7 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -44,8 +45,11 @@ final class PartitionHost {
   private static final Logger log = LoggerFactory.getLogger(PartitionHost.class);
   private static final AtomicLong KEEPERS = new AtomicLong();
 
-  /** The keeper's own message: its actor did not stop in time. */
-  private enum ForceStop { INSTANCE }
+  /**
+   * The keeper's own message: its actor did not stop in time. Usually the keeper stopped first and
+   * the timer's message finds no one: not worth Pekko's dead-letter log line.
+   */
+  private enum ForceStop implements DeadLetterSuppression { INSTANCE }
 
   private final ActorSystem<?> system;
   private final String pipeline;

@@ -142,6 +142,27 @@ class PartitionHostTest {
   }
 
   @Test
+  void aKeeperThatStoppedInTimeLeavesNoDeadLetterBehind() throws Exception {
+    BlockingQueue<Object> deadLetters = new LinkedBlockingQueue<>();
+    kit.system().eventStream().tell(new org.apache.pekko.actor.typed.eventstream.EventStream.Subscribe<>(
+        org.apache.pekko.actor.DeadLetter.class, kit.spawn(Behaviors.receive(org.apache.pekko.actor.DeadLetter.class)
+            .onAnyMessage(d -> {
+              deadLetters.add(d.message());
+              return Behaviors.same();
+            }).build())));
+    AtomicInteger incarnations = new AtomicInteger();
+    PartitionHost host = new PartitionHost(kit.system(), "p5",
+        id -> standIn(incarnations, new LinkedBlockingQueue<>(), Duration.ZERO), Duration.ofMillis(300));
+    host.admit(P0);
+    assertEquals(1, incarnationOf(host));
+    host.stop(P0).toCompletableFuture().get(5, TimeUnit.SECONDS);
+    // The keeper's stop timer fires after it stopped: its message must not be logged as a dead letter.
+    Thread.sleep(800);
+    assertTrue(deadLetters.stream().noneMatch(m -> m.getClass().getName().contains("ForceStop")),
+        "dead letters: " + deadLetters);
+  }
+
+  @Test
   void anActorThatDoesNotStopInTimeIsStoppedAtOnce() throws Exception {
     AtomicInteger incarnations = new AtomicInteger();
     BlockingQueue<String> events = new LinkedBlockingQueue<>();

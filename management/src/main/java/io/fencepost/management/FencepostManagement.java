@@ -6,6 +6,7 @@ import java.util.concurrent.CompletionStage;
 
 import com.typesafe.config.Config;
 import io.fencepost.errors.SettingsException;
+import io.fencepost.management.internal.JvmMeters;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.management.javadsl.PekkoManagement;
@@ -25,7 +26,9 @@ import org.slf4j.LoggerFactory;
  * KafkaPipeline.create(system, LedgerActor::new, deserializer, settings).start();
  * }</pre>
  *
- * <p>The endpoints unbind when the actor system shuts down. See docs/operations.md, "Health endpoints".
+ * <p>It also binds Micrometer's JVM and process meters to the same registry
+ * ({@code fencepost.management.jvm-metrics}). The endpoints unbind when the actor system shuts
+ * down. See docs/operations.md, "Health endpoints".
  */
 public final class FencepostManagement {
 
@@ -43,6 +46,9 @@ public final class FencepostManagement {
       throw new SettingsException("fencepost.management.port", port, "must be a port number (0 for any free one)");
     }
     String metrics = config.getString("metrics-path");
+    if (config.getBoolean("jvm-metrics")) {
+      JvmMeters.bind(system);
+    }
     return Http.get(system).newServerAt(host, port)
         .bind(PekkoManagement.get(system.classicSystem()).getRoutes())
         .thenApply(binding -> {

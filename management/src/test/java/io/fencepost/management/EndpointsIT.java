@@ -135,12 +135,18 @@ class EndpointsIT {
         assertEquals(1.0, counter(page, "fencepost_records_dead_lettered_total", topic, 0), page);
         assertEquals(2.0, counter(page, "fencepost_records_applied_total", topic, 1), page);
         assertEquals(0.0, gauge(page, "fencepost_partition_stalled", topic, 0), page);
+        for (String jvm : List.of("jvm_memory_used_bytes{", "jvm_gc_", "jvm_threads_live_threads ",
+            "jvm_classes_loaded_classes ", "process_cpu_usage ", "process_uptime_seconds ", "process_files_open_files ")) {
+          assertTrue(page.contains("\n" + jvm), "Micrometer's JVM and process meters on the same page: " + jvm);
+        }
 
         // Partition 0's handler blocks: the partition stalls, readiness names it, lag grows.
         Gate.release = new CountDownLatch(1);
         produce(broker, topic, 0, "block", "e", "f", "g", "h");
         HttpResponse<String> unready = awaitStatus(base + "ready", 500);
         assertTrue(unready.body().contains(topic + "-0 stalled"), unready.body());
+        assertTrue(unready.body().contains("Check [io.fencepost.management.internal.ReadinessCheck] failed: [ops] ")
+            && !unready.body().contains("$$Lambda"), "the check is named, not a generated lambda: " + unready.body());
         assertTrue(!unready.body().contains(topic + "-1"), "partition 1 is fine: " + unready.body());
         page = awaitPage(base + "metrics", p -> gauge(p, "fencepost_partition_lag", topic, 0) == 5);
         assertEquals(1.0, gauge(page, "fencepost_partition_stalled", topic, 0), page);
@@ -172,6 +178,25 @@ class EndpointsIT {
       }
     } finally {
       Postgres.shared().dropDatabase(db);
+    }
+  }
+
+  @Test
+  void jvmMetricsOffLeavesOnlyFencepostsOwnMeters() throws Exception {
+    Config config = ConfigFactory.parseString("fencepost.management { port = 0, jvm-metrics = off }")
+        .withFallback(ClusterNodes.node("quiet", 0, List.of()))
+        .withFallback(ConfigFactory.load());
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "quiet", config);
+    try {
+      PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      FencepostMeters.get(system).use(prometheus);
+      InetSocketAddress at = FencepostManagement.start(system).toCompletableFuture().get(30, TimeUnit.SECONDS);
+      HttpResponse<String> page = get("http://127.0.0.1:" + at.getPort() + "/metrics");
+      assertEquals(200, page.statusCode(), page.body());
+      assertTrue(!page.body().contains("jvm_") && !page.body().contains("process_"), page.body());
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
     }
   }
 

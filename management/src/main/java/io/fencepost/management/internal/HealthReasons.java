@@ -24,6 +24,12 @@ final class HealthReasons {
     }
   }
 
+  /** A check's answer as the Scala future Pekko Management's Scala check type returns. */
+  @SuppressWarnings("unchecked")
+  static scala.concurrent.Future<Object> toScala(CompletionStage<Boolean> answer) {
+    return (scala.concurrent.Future<Object>) (scala.concurrent.Future<?>) scala.jdk.javaapi.FutureConverters.asScala(answer);
+  }
+
   static CompletionStage<Boolean> check(List<PipelineHealth> failing) {
     if (failing.isEmpty()) {
       return CompletableFuture.completedFuture(true);

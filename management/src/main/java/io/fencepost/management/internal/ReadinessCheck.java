@@ -3,19 +3,20 @@ package io.fencepost.management.internal;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.function.Supplier;
 
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineHealth;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
+import scala.Function0;
+import scala.concurrent.Future;
 
 /**
  * Pekko Management readiness check: every pipeline started on this node is ready
  * ({@link PipelineHealth#ready()}). A failed check carries the reason, which {@code /ready} shows.
  */
-public final class ReadinessCheck implements Supplier<CompletionStage<Boolean>> {
+public final class ReadinessCheck implements Function0<Future<Object>> {
 
   private final org.apache.pekko.actor.typed.ActorSystem<?> system;
 
@@ -23,8 +24,16 @@ public final class ReadinessCheck implements Supplier<CompletionStage<Boolean>> 
     this.system = Adapter.toTyped(system);
   }
 
+  /**
+   * Pekko Management's Scala form of a check, so that a failure reads {@code Check [<this class>]
+   * failed: <reason>} rather than naming a generated lambda.
+   */
   @Override
-  public CompletionStage<Boolean> get() {
+  public Future<Object> apply() {
+    return HealthReasons.toScala(get());
+  }
+
+  CompletionStage<Boolean> get() {
     List<Pipeline> pipelines = KafkaPipeline.running(system);
     if (pipelines.isEmpty()) {
       return CompletableFuture.failedFuture(new IllegalStateException("no pipeline runs on this node"));
