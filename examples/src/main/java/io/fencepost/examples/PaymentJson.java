@@ -1,36 +1,26 @@
 package io.fencepost.examples;
 
-import java.io.IOException;
-
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.kafka.common.errors.SerializationException;
+import io.fencepost.kafka.serde.JsonDeserializer;
+import io.fencepost.kafka.serde.JsonSerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serializer;
 
-/** The ledger's wire format: {@code {"paymentId": "...", "merchantId": "...", "amountCents": 1234}}. */
+/**
+ * The ledger's wire format: {@code {"paymentId": "...", "merchantId": "...", "amountCents": 1234}},
+ * read and written with Fencepost's {@link JsonDeserializer} and {@link JsonSerializer}. A value that
+ * is not such a payment (not JSON, a field missing, null or of the wrong type) fails with a
+ * {@code SerializationException} naming the field, and the pipeline dead-letters it.
+ */
 public final class PaymentJson implements Deserializer<Payment>, Serializer<Payment> {
 
-  private static final ObjectMapper MAPPER = new ObjectMapper();
+  // snippet: json-deserializer
+  private final Deserializer<Payment> reader = JsonDeserializer.of(Payment.class);
+  // end-snippet: json-deserializer
+  private final Serializer<Payment> writer = JsonSerializer.create();
 
   @Override
   public Payment deserialize(String topic, byte[] data) {
-    if (data == null || data.length == 0) {
-      throw new SerializationException("payment value is empty");
-    }
-    try {
-      JsonNode n = MAPPER.readTree(data);
-      JsonNode id = n.get("paymentId");
-      JsonNode merchant = n.get("merchantId");
-      JsonNode amount = n.get("amountCents");
-      if (id == null || !id.isTextual() || merchant == null || !merchant.isTextual() || amount == null
-          || !amount.canConvertToLong()) {
-        throw new SerializationException("payment must have text paymentId and merchantId and an integer amountCents");
-      }
-      return new Payment(id.asText(), merchant.asText(), amount.asLong());
-    } catch (IOException e) {
-      throw new SerializationException("payment value is not JSON: " + e.getMessage(), e);
-    }
+    return reader.deserialize(topic, data);
   }
 
   @Override
@@ -43,10 +33,6 @@ public final class PaymentJson implements Deserializer<Payment>, Serializer<Paym
 
   @Override
   public byte[] serialize(String topic, Payment p) {
-    try {
-      return MAPPER.writeValueAsBytes(p);
-    } catch (IOException e) {
-      throw new SerializationException(e);
-    }
+    return writer.serialize(topic, p);
   }
 }
