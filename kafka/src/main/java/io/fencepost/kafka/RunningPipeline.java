@@ -433,13 +433,6 @@ final class RunningPipeline<V> implements Pipeline {
     return new PipelineHealth(settings.name(), true, notReady.isEmpty(), notReady.isEmpty() ? "" : name + notReady);
   }
 
-  private Map<PartitionId, PartitionProgress> assignedInOrder() {
-    Map<PartitionId, PartitionProgress> sorted = new TreeMap<>(
-        Comparator.comparing(PartitionId::topic).thenComparingInt(PartitionId::partition));
-    sorted.putAll(ownership.assigned());
-    return sorted;
-  }
-
   /** Why this node's part of the pipeline is not ready, or empty. */
   private String notReadyReason() {
     if (stopped != null) {
@@ -462,7 +455,10 @@ final class RunningPipeline<V> implements Pipeline {
     }
     long now = System.nanoTime();
     List<String> problems = new ArrayList<>();
-    assignedInOrder().forEach((id, p) -> {
+    Map<PartitionId, PartitionProgress> byPartition = new TreeMap<>(
+        Comparator.comparing(PartitionId::topic).thenComparingInt(PartitionId::partition));
+    byPartition.putAll(ownership.assigned());
+    byPartition.forEach((id, p) -> {
       String tp = id.topic() + "-" + id.partition();
       if (p.halted != null) {
         problems.add(tp + " halted: " + (p.halted.length() > 160 ? p.halted.substring(0, 160) + "..." : p.halted));
