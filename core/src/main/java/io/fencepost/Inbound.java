@@ -8,7 +8,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 
-import io.fencepost.internal.ReplayIds;
 
 /**
  * One record as a {@link PartitionActor} sees it: where it sits in its partition, its key, its

@@ -153,25 +153,4 @@ public abstract class PartitionActor<V, S, E> {
       }
     }, behavior);
   }
-
-  // Bridges for PartitionBehavior (same package): the hooks stay protected for users.
-  final S callEmptyState() {
-    return emptyState();
-  }
-
-  final Effects<E> callOnRecord(S state, Inbound<V> record) {
-    return onRecord(state, record);
-  }
-
-  final S callApplyEvent(S state, E event) {
-    return applyEvent(state, event);
-  }
-
-  final Optional<String> callBusinessKey(Inbound<V> record) {
-    return businessKey(record);
-  }
-
-  final void callOnRecovered(S state, long nextOffset) {
-    onRecovered(state, nextOffset);
-  }
 }

@@ -267,17 +267,24 @@ public final class PartitionActorSettings {
 
   // The key window's clock per incarnation; only this package's tests replace it (a node whose clock runs
   // ahead). Set on a fresh copy only, so settings stay immutable to everybody else.
-  private java.util.function.Supplier<io.fencepost.internal.WindowClock> windowClock =
-      io.fencepost.internal.WindowClock::system;
+  // The clocks the key window ages by (see WindowClock): the system's, or a test's.
+  private java.util.function.LongSupplier wallMillis = System::currentTimeMillis;
+  private java.util.function.LongSupplier monotonicNanos = System::nanoTime;
 
-  PartitionActorSettings withWindowClock(java.util.function.Supplier<io.fencepost.internal.WindowClock> clock) {
+  PartitionActorSettings withClocks(java.util.function.LongSupplier wallMillis,
+      java.util.function.LongSupplier monotonicNanos) {
     PartitionActorSettings copy = withFailureBackoff(backoffMin, backoffMax);
-    copy.windowClock = clock;
+    copy.wallMillis = wallMillis;
+    copy.monotonicNanos = monotonicNanos;
     return copy;
   }
 
-  io.fencepost.internal.WindowClock newWindowClock() {
-    return windowClock.get();
+  java.util.function.LongSupplier wallMillis() {
+    return wallMillis;
+  }
+
+  java.util.function.LongSupplier monotonicNanos() {
+    return monotonicNanos;
   }
 
   @Override

@@ -38,6 +38,15 @@ public record PartitionId(String group, String topic, int partition) {
     return topic + "-" + partition;
   }
 
+  /**
+   * {@code group-topic-partition-offset}: the identity of the record at {@code offset} of this
+   * partition as this group read it ({@link Inbound#positionKey()}); a dead letter's replay names its
+   * record by it.
+   */
+  public String positionKey(long offset) {
+    return group + "-" + topic + "-" + partition + "-" + offset;
+  }
+
   /** Parses {@link #entityId()}. */
   public static PartitionId fromEntityId(String entityId) {
     String[] parts = entityId.split("\\|");

@@ -68,13 +68,19 @@ class FencedWriteLogTest {
     try {
       TestProbe<BatchOutcome> probe = kit.createTestProbe();
       actor.tell(new PartitionCommand.ApplyBatch(List.of(Inbound.of(partition, 1, "b")), List.of(), probe.ref()));
+      // Queued behind the fenced write: the losing incarnation must not write it.
+      actor.tell(new PartitionCommand.ApplyBatch(List.of(Inbound.of(partition, 2, "c")), List.of(), probe.ref()));
       BatchOutcome.Rejected fenced = probe.expectMessageClass(BatchOutcome.Rejected.class, Duration.ofSeconds(10));
       assertInstanceOf(PartitionFencedException.class, fenced.error());
+      BatchOutcome.Rejected queued = probe.expectMessageClass(BatchOutcome.Rejected.class, Duration.ofSeconds(10));
+      assertInstanceOf(PartitionFencedException.class, queued.error(), "the batch queued behind the fenced write");
       kit.createTestProbe().expectTerminated(actor, Duration.ofSeconds(10));
       assertEquals(List.of(), seen.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.ERROR))
           .map(e -> e.getLoggerName() + ": " + e.getFormattedMessage()).toList(), "no ERROR for a fenced write");
       assertEquals(1, seen.list.stream().filter(e -> e.getLevel() == Level.WARN
           && e.getFormattedMessage().contains("fenced: the journal refused")).count(), "one WARN names the fence");
+      assertEquals(1, seen.list.stream().filter(e -> e.getLevel() == Level.WARN
+          && e.getFormattedMessage().contains("fenced:")).count(), "the fence is logged once, not again at recovery");
     } finally {
       root.detachAppender(seen);
       journal.resetPolicy();

@@ -69,8 +69,8 @@ class OffsetResetTest {
     actor = spawn();
     // The old log's dead letter at 1 is not replayable: offset 1 now names another record.
     Inbound<String> replay = new Inbound<>(partition, 0, java.util.Optional.empty(), "replayed", java.util.Map.of(
-        io.fencepost.internal.ReplayIds.HEADER,
-        io.fencepost.internal.ReplayIds.id(partition, 1).getBytes(java.nio.charset.StandardCharsets.UTF_8)),
+        ReplayIds.HEADER,
+        ReplayIds.id(partition, 1).getBytes(java.nio.charset.StandardCharsets.UTF_8)),
         java.time.Instant.now());
     BatchOutcome.Applied outcome = InMemoryPartitions.apply(kit, actor, List.of(replay));
     assertEquals(0, outcome.applied());

@@ -15,7 +15,6 @@ import com.typesafe.config.ConfigFactory;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.internal.BatchEvent;
-import io.fencepost.internal.WindowClock;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -240,7 +239,7 @@ class PartitionEdgesTest {
     AtomicLong wall = new AtomicLong(1_700_000_000_000L);
     AtomicLong monotonic = new AtomicLong(0);
     PartitionActorSettings s = settings().withKeyWindow(true, 10_000, Duration.ofMinutes(10))
-        .withWindowClock(() -> new WindowClock(wall::get, monotonic::get));
+        .withClocks(wall::get, monotonic::get);
     String[] first = new String[50];
     for (int i = 0; i < first.length; i++) {
       first[i] = "pay-" + i;

@@ -57,6 +57,12 @@ public record BatchEvent(
 
   private static final long[] NONE = new long[0];
 
+  /** "offsets [a..b]" of this entry, "offsets up to b" for a partition's first, for log lines and errors. */
+  public String describeOffsets() {
+    return fromOffset == PartitionState.NO_OFFSET ? "offsets up to " + (nextOffset - 1)
+        : "offsets [" + fromOffset + ".." + (nextOffset - 1) + "]";
+  }
+
   public BatchEvent {
     events = List.copyOf(events);
     deadLetters = List.copyOf(deadLetters);

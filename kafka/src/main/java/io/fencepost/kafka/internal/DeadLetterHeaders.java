@@ -3,7 +3,6 @@ package io.fencepost.kafka.internal;
 import java.nio.charset.StandardCharsets;
 
 import io.fencepost.PartitionId;
-import io.fencepost.internal.ReplayIds;
 import org.apache.kafka.common.header.Headers;
 
 /** The headers a dead-letter record carries, next to the original record's own headers. */
@@ -44,7 +43,7 @@ public final class DeadLetterHeaders {
     String message = errorMessage == null ? "" : errorMessage;
     put(headers, ERROR_MESSAGE, message.length() > 2000 ? message.substring(0, 2000) + "..." : message);
     put(headers, ATTEMPTS, Integer.toString(attempts));
-    put(headers, ID, ReplayIds.id(new PartitionId(id.group(), topic, partition), offset));
+    put(headers, ID, new PartitionId(id.group(), topic, partition).positionKey(offset));
     put(headers, PARKED, Boolean.toString(parked));
   }
 

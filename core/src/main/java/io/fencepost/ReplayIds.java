@@ -1,38 +1,36 @@
-package io.fencepost.internal;
+package io.fencepost;
 
 import java.util.OptionalLong;
-
-import io.fencepost.PartitionId;
 
 /**
  * The {@code fencepost.replay-of} header a replayed dead letter carries: the dead letter's id,
  * {@code group-topic-partition-offset} of the record that was dead-lettered.
  */
-public final class ReplayIds {
+final class ReplayIds {
 
   /** The header's name. */
-  public static final String HEADER = "fencepost.replay-of";
+  static final String HEADER = "fencepost.replay-of";
   /**
    * The id of the record as first written, on every replay of it (a replay that fails again is
    * dead-lettered under a new id; this one stays): the key of its external calls.
    */
-  public static final String ORIGIN_HEADER = "fencepost.origin-id";
+  static final String ORIGIN_HEADER = "fencepost.origin-id";
   /** A dead letter's {@code replayOf} for a replay of another consumer group's dead letter: never replayable. */
-  public static final long NOT_REPLAYABLE = Long.MAX_VALUE;
+  static final long NOT_REPLAYABLE = Long.MAX_VALUE;
 
   private ReplayIds() {
   }
 
   /** The id of the dead letter of {@code partition} at {@code offset}. */
-  public static String id(PartitionId partition, long offset) {
-    return prefix(partition) + offset;
+  static String id(PartitionId partition, long offset) {
+    return partition.positionKey(offset);
   }
 
   /**
    * The offset of the dead letter {@code id} names when it is one of {@code partition}'s (same
    * group, topic and partition); empty for another partition's id or one that is not an id.
    */
-  public static OptionalLong offsetIn(PartitionId partition, String id) {
+  static OptionalLong offsetIn(PartitionId partition, String id) {
     String prefix = prefix(partition);
     if (id == null || !id.startsWith(prefix)) {
       return OptionalLong.empty();
@@ -49,7 +47,7 @@ public final class ReplayIds {
    * True when {@code id} names a dead letter of {@code partition}'s topic and partition number in any
    * consumer group ({@code <group>-<topic>-<partition>-<offset>}).
    */
-  public static boolean namesTopicPartition(PartitionId partition, String id) {
+  static boolean namesTopicPartition(PartitionId partition, String id) {
     String suffix = "-" + partition.topic() + "-" + partition.partition() + "-";
     int at = id == null ? -1 : id.lastIndexOf(suffix);
     if (at <= 0 || at + suffix.length() == id.length()) {
@@ -65,7 +63,7 @@ public final class ReplayIds {
    * partition (that group applied the record); empty when it is no replay here (no header, or one
    * naming another topic or partition, copied along by a mirror).
    */
-  public static OptionalLong replayOf(PartitionId partition, String id) {
+  static OptionalLong replayOf(PartitionId partition, String id) {
     OptionalLong offset = offsetIn(partition, id);
     return offset.isPresent() || !namesTopicPartition(partition, id) ? offset : OptionalLong.of(NOT_REPLAYABLE);
   }

@@ -1,11 +1,12 @@
-package io.fencepost;
+package io.fencepost.internal.writepath;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
+import io.fencepost.Effects;
+import io.fencepost.Inbound;
 import io.fencepost.errors.FatalException;
 import io.fencepost.internal.BatchEvent;
 import org.slf4j.Logger;
@@ -29,70 +30,14 @@ import org.slf4j.Logger;
  */
 final class AtMostOnceEffects<V, S, E> {
 
-  /**
-   * Effects of handlers that ran and are not journaled yet: the user state they lead to, computed on
-   * the state after {@code baseBatches} journal writes, and the offsets of the records they came from.
-   */
-  static final class Carried<S> {
-    private final long baseBatches;
-    private S user;
-    private final List<Object> events = new ArrayList<>();
-    private final List<OutboxRecord> outbox = new ArrayList<>();
-    // The timestamps of the records whose handlers ran into this set, for the end-to-end latency.
-    private long[] timestamps = new long[16];
-    private int records;
-    private long firstOffset = -1;
-    private long lastOffset = -1;
-
-    private Carried(long baseBatches, S user) {
-      this.baseBatches = baseBatches;
-      this.user = user;
-    }
-
-    long baseBatches() {
-      return baseBatches;
-    }
-
-    S user() {
-      return user;
-    }
-
-    List<Object> events() {
-      return events;
-    }
-
-    List<OutboxRecord> outbox() {
-      return outbox;
-    }
-
-    /** Calls {@code each} with the timestamp (epoch ms) of every record whose handler ran into this set. */
-    void forEachTimestamp(LongConsumer each) {
-      for (int i = 0; i < records; i++) {
-        each.accept(timestamps[i]);
-      }
-    }
-
-    private void ran(Inbound<?> record) {
-      if (records == timestamps.length) {
-        timestamps = Arrays.copyOf(timestamps, records * 2);
-      }
-      timestamps[records++] = record.timestamp().toEpochMilli();
-    }
-
-    String describe() {
-      return "offsets " + range(firstOffset, lastOffset) + " (" + events.size() + " events, " + outbox.size()
-          + " outbox records)";
-    }
-  }
-
-  private final PartitionActor<V, S, E> actor;
+  private final UserHandlers<V, S, E> handlers;
   private final Logger log;
   private final String name;
-  private Carried<S> carried;
+  private CarriedEffects<S> carried;
   // Names one carried set, so that a flush timer set for an earlier one does nothing.
   private long generation;
   // The set the write in flight carries (null: none, or no write in flight).
-  private Carried<S> inWrite;
+  private CarriedEffects<S> inWrite;
   // Offset writes that failed and were not journaled at the recovery after each: any one of them may
   // still commit late (they all wait for the same sequence number), until a write commits.
   private final List<FailedAccept> failedAccepts = new ArrayList<>();
@@ -104,7 +49,7 @@ final class AtMostOnceEffects<V, S, E> {
     }
   }
 
-  private static String range(long first, long last) {
+  static String range(long first, long last) {
     return "[" + first + ".." + last + "]";
   }
 
@@ -112,8 +57,8 @@ final class AtMostOnceEffects<V, S, E> {
     return range(records.get(0).offset(), records.get(records.size() - 1).offset());
   }
 
-  AtMostOnceEffects(PartitionActor<V, S, E> actor, Logger log, String name) {
-    this.actor = actor;
+  AtMostOnceEffects(UserHandlers<V, S, E> handlers, Logger log, String name) {
+    this.handlers = handlers;
     this.log = log;
     this.name = name;
   }
@@ -128,19 +73,19 @@ final class AtMostOnceEffects<V, S, E> {
   @SuppressWarnings("unchecked")
   boolean run(S state, long baseBatches, List<Inbound<?>> records, LongConsumer done) {
     boolean started = carried == null;
-    Carried<S> into = started ? new Carried<>(baseBatches, state) : carried;
+    CarriedEffects<S> into = started ? new CarriedEffects<>(baseBatches, state) : carried;
     S user = into.user;
     for (Inbound<?> raw : records) {
       Inbound<V> record = (Inbound<V>) raw;
       try {
-        Effects<E> effects = actor.callOnRecord(user, record);
+        Effects<E> effects = handlers.onRecord(user, record);
         if (effects.hasCall()) {
           throw new FatalException("Effects.call is not supported in at-most-once mode (the outcome could not be "
               + "journaled before the offset); use exactly-once or at-least-once");
         }
         S next = user;
         for (E event : effects.events()) {
-          next = actor.callApplyEvent(next, event);
+          next = handlers.applyEvent(next, event);
         }
         // Only a record whose handler and every applyEvent returned counts.
         user = next;
@@ -179,15 +124,15 @@ final class AtMostOnceEffects<V, S, E> {
   }
 
   /** The waiting effects, handed to a write (null when none wait); nothing waits afterwards. */
-  Carried<S> take() {
-    Carried<S> out = carried;
+  CarriedEffects<S> take() {
+    CarriedEffects<S> out = carried;
     carried = null;
     generation++;
     return out;
   }
 
   /** The write about to start carries {@code c} (null: nothing). */
-  void writing(Carried<S> c) {
+  void writing(CarriedEffects<S> c) {
     inWrite = c;
   }
 
@@ -195,8 +140,8 @@ final class AtMostOnceEffects<V, S, E> {
    * A write committed: what it carried is journaled (returned, or null), and no earlier failed write
    * can commit any more.
    */
-  Carried<S> committed() {
-    Carried<S> c = inWrite;
+  CarriedEffects<S> committed() {
+    CarriedEffects<S> c = inWrite;
     inWrite = null;
     failedAccepts.clear();
     return c;
@@ -204,7 +149,7 @@ final class AtMostOnceEffects<V, S, E> {
 
   /** The journal refused the write in flight: what it carried is lost, logged; returns whether it carried any. */
   boolean refused(Throwable why) {
-    Carried<S> c = inWrite;
+    CarriedEffects<S> c = inWrite;
     inWrite = null;
     if (c != null) {
       lose(c, "the journal refused the write carrying them: " + why);
@@ -228,11 +173,11 @@ final class AtMostOnceEffects<V, S, E> {
    * go to {@code journaled}. Returns whether effects wait again (the caller sets a flush timer).
    */
   boolean recovered(long batches, String lastIncarnation, String incarnation,
-      Consumer<Carried<S>> journaled) {
+      Consumer<CarriedEffects<S>> journaled) {
     if (carried != null && carried.baseBatches != batches) {
       lose(take(), "the partition recovered a state they were not computed on");
     }
-    Carried<S> c = inWrite;
+    CarriedEffects<S> c = inWrite;
     inWrite = null;
     if (c == null) {
       return false;
@@ -322,7 +267,7 @@ final class AtMostOnceEffects<V, S, E> {
   }
 
   /** Logs the loss of {@code c}'s effects: one WARN naming the offsets and why. */
-  void lose(Carried<S> c, String why) {
+  void lose(CarriedEffects<S> c, String why) {
     log.warn("[{}] the effects of {} LOST (at-most-once, never retried): {}", name, c.describe(), why);
   }
 }

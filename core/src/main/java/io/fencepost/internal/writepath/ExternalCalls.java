@@ -1,4 +1,4 @@
-package io.fencepost;
+package io.fencepost.internal.writepath;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -10,22 +10,30 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import io.fencepost.Effects;
+import io.fencepost.ExternalCall;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionActorSettings;
+import io.fencepost.PartitionId;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
-import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.slf4j.Logger;
 
 /**
  * A partition actor's external calls ({@link Effects#call}): at most one in flight, made on Pekko's
- * blocking dispatcher, its outcome sent back to the actor as {@link SelfCommand.CallDone}. While one
+ * blocking dispatcher, its outcome sent back to the actor ({@link SelfMessages#callDone}). While one
  * is in flight the actor stashes batches; a failed call's error waits, by idempotency key, for the
  * batch that asked for it. Used on the actor's thread only.
  */
-final class ExternalCalls {
+public final class ExternalCalls {
 
   private static final String CALL_TIMEOUT_KEY = PartitionActorSettings.CONFIG_PATH + ".external-call.timeout";
 
-  private final ActorContext<PartitionCommand> ctx;
+  private final ActorSystem<?> system;
+  private final SelfMessages self;
+  private final Logger log;
   private final PartitionId partition;
   private final PartitionActorSettings settings;
   // The call in flight (its id), or null.
@@ -33,19 +41,22 @@ final class ExternalCalls {
   // Calls that failed, by idempotency key.
   private final Map<String, Throwable> failed = new HashMap<>();
 
-  ExternalCalls(ActorContext<PartitionCommand> ctx, PartitionId partition, PartitionActorSettings settings) {
-    this.ctx = ctx;
+  public ExternalCalls(ActorSystem<?> system, SelfMessages self, Logger log, PartitionId partition,
+      PartitionActorSettings settings) {
+    this.system = system;
+    this.self = self;
+    this.log = log;
     this.partition = partition;
     this.settings = settings;
   }
 
   /** Whether a call is in flight: batches wait in the stash meanwhile. */
-  boolean inFlight() {
+  public boolean inFlight() {
     return inFlight != null;
   }
 
   /** The actor restarted: a call in flight is abandoned (its batch is resent and asks again), failures forgotten. */
-  void reset() {
+  public void reset() {
     inFlight = null;
     failed.clear();
   }
@@ -70,12 +81,12 @@ final class ExternalCalls {
         message, cause);
   }
 
-  /** Runs {@code call} for the record on the blocking dispatcher; its outcome comes back as {@code CallDone}. */
+  /** Runs {@code call} for the record on the blocking dispatcher; its outcome comes back to the actor. */
   void start(Inbound<?> record, String key, ExternalCall call) {
     String callId = UUID.randomUUID().toString();
     inFlight = callId;
     long offset = record.offset();
-    Executor blocking = ctx.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
+    Executor blocking = system.dispatchers().lookup(DispatcherSelector.blocking());
     CompletableFuture<String> result = CompletableFuture.supplyAsync(() -> {
       try {
         return Objects.requireNonNull(call.call(key), "the external call returned null; return an outcome text");
@@ -85,22 +96,22 @@ final class ExternalCalls {
         throw new CompletionException(e);
       }
     }, blocking).orTimeout(settings.callTimeout().toMillis(), TimeUnit.MILLISECONDS);
-    ctx.getLog().debug("[{}] offset [{}]: external call with idempotency key [{}]", partition.shortName(), offset,
+    log.debug("[{}] offset [{}]: external call with idempotency key [{}]", partition.shortName(), offset,
         key);
-    ctx.pipeToSelf(result, (outcome, failure) -> new SelfCommand.CallDone(callId, offset, key, outcome, failure));
+    self.callDone(result, callId, offset, key);
   }
 
   /**
    * A call finished: false when it is not the call in flight (abandoned by a restart: ignore it).
    * A failure is kept for the batch that asked for it.
    */
-  boolean done(SelfCommand.CallDone done) {
-    if (!done.callId().equals(inFlight)) {
+  public boolean done(String callId, String key, Throwable failure) {
+    if (!callId.equals(inFlight)) {
       return false;
     }
     inFlight = null;
-    if (done.failure() != null) {
-      failed.put(done.key(), done.failure());
+    if (failure != null) {
+      failed.put(key, failure);
     }
     return true;
   }

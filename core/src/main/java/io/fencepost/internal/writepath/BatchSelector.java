@@ -1,4 +1,4 @@
-package io.fencepost;
+package io.fencepost.internal.writepath;
 
 import java.util.ArrayList;
 import java.util.Collection;
@@ -8,6 +8,11 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 
+import io.fencepost.BatchOutcome;
+import io.fencepost.DeadLetter;
+import io.fencepost.Inbound;
+import io.fencepost.PartitionActorSettings;
+import io.fencepost.PartitionId;
 import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
@@ -16,7 +21,6 @@ import io.fencepost.internal.DeadLetterEntry;
 import io.fencepost.internal.KeyDigest;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionState;
-import io.fencepost.internal.ReplayIds;
 import org.slf4j.Logger;
 
 /**
@@ -25,26 +29,26 @@ import org.slf4j.Logger;
  * would skip offsets. Runs on the partition actor's thread; holds no state between batches but the
  * partition last checked.
  */
-final class BatchSelector<V> {
+public final class BatchSelector<V> {
 
   private final PartitionId partition;
   private final PartitionActorSettings settings;
-  private final PartitionActor<V, ?, ?> actor;
+  private final UserHandlers<V, ?, ?> handlers;
   private final Logger log;
   private final KeyDigest digest = new KeyDigest();
   private final long[] digestOut = new long[2];
   // The PartitionId instance the last batch's records carried (they share one per pipeline stream).
   private PartitionId lastCheckedPartition;
 
-  BatchSelector(PartitionId partition, PartitionActorSettings settings, PartitionActor<V, ?, ?> actor, Logger log) {
+  BatchSelector(PartitionId partition, PartitionActorSettings settings, UserHandlers<V, ?, ?> handlers, Logger log) {
     this.partition = partition;
     this.settings = settings;
-    this.actor = actor;
+    this.handlers = handlers;
     this.log = log;
   }
 
   /** The records of a batch after dropping redeliveries, key duplicates and dead letters. */
-  static final class Selection<V> {
+  public static final class Selection<V> {
     final List<Inbound<V>> fresh = new ArrayList<>();
     /** The fresh records' key digests as (high, low) pairs; {@link #freshDigestCount} longs are used. */
     private final long[] freshDigests;
@@ -74,11 +78,26 @@ final class BatchSelector<V> {
     long[] freshDigests() {
       return java.util.Arrays.copyOf(freshDigests, freshDigestCount);
     }
+
+    /** The records whose handlers run, in offset order. */
+    public List<Inbound<V>> fresh() {
+      return fresh;
+    }
+
+    /** The partition's next offset once the batch is applied. */
+    public long nextOffset() {
+      return nextOffset;
+    }
+
+    /** The reply to a batch whose every record was a redelivery: acknowledged without a write. */
+    public BatchOutcome.Applied acknowledged(PartitionId partition) {
+      return new BatchOutcome.Applied(partition, nextOffset, 0, droppedRedelivery, droppedByKey, false, 0, 0);
+    }
   }
 
   /**
    * Throws {@link OffsetGapException} when the batch lacks an offset between the stored next offset
-   * and {@code coveredFrom} (see {@link PartitionCommand.ApplyBatch}): applying it would move the
+   * and {@code coveredFrom} (see {@link io.fencepost.PartitionCommand.ApplyBatch}): applying it would move the
    * fencing offset over records nobody applied. A partition without a stored offset starts at its
    * first batch's first offset when the sender vouches for it ({@code coveredFrom} at or below it).
    */
@@ -145,7 +164,7 @@ final class BatchSelector<V> {
       }
       Inbound<V> record = (Inbound<V>) item;
       long replayOf = -1;
-      OptionalLong of = ReplayIds.replayOf(partition, record.header(ReplayIds.HEADER).orElse(null));
+      OptionalLong of = Inbound.replayedOffset(partition, record.header(Inbound.REPLAY_OF_HEADER).orElse(null));
       if (of.isPresent()) {
         // Only a dead letter the journal holds, and only once: not one replayed before, nor one another
         // owner applied after all, nor another consumer group's (never replayable here).
@@ -171,7 +190,7 @@ final class BatchSelector<V> {
       }
       Optional<String> key;
       try {
-        key = window == null ? Optional.empty() : actor.callBusinessKey(record);
+        key = window == null ? Optional.empty() : handlers.businessKey(record);
       } catch (RuntimeException e) {
         // Nothing of the batch is applied; the pipeline retries or dead-letters this record.
         throw handlerFailure(partition.entityId(), record.offset(), e);

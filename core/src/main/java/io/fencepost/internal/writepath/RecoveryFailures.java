@@ -1,4 +1,4 @@
-package io.fencepost;
+package io.fencepost.internal.writepath;
 
 import java.io.IOException;
 import java.io.NotSerializableException;
