@@ -36,14 +36,14 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
- * A journal written by an earlier journal format, committed as rows of {@code event_journal} and
- * {@code snapshot} ({@code journal-fixtures/journal-B6.tsv}), is recovered exactly by today's code:
- * the same next offset and counts, every credit once, its business keys still dropping re-sends,
- * and new batches written beside the old ones in today's format recover too.
+ * A journal of format version 1, committed as rows of {@code event_journal} and {@code snapshot}
+ * ({@code journal-fixtures/journal-v1.tsv}), is recovered exactly by today's code: the same next
+ * offset and counts, every credit once, its business keys still dropping re-sends, and new batches
+ * written after the committed ones recover too.
  *
- * <p>The fixture was written by the B6 batch format and S6 snapshot format, with
- * {@link #writeTheFixture()}: run it with {@code -Dfencepost.write-journal-fixture=<file>} on the
- * code of the format to capture, before changing the format, and commit the file.
+ * <p>The fixture was written with {@link #writeTheFixture()} ({@code
+ * -Dfencepost.write-journal-fixture=<file>}). A committed fixture is never rewritten: a format
+ * change adds version 2, keeps reading this one, and commits a fixture of its own beside it.
  */
 @Tag("integration")
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
@@ -99,11 +99,11 @@ class JournalFormatIT {
   }
 
   @Test
-  void aJournalWrittenByTheB6FormatIsRecoveredExactlyAndGoesOnInTodaysFormat() throws Exception {
-    int rows = load("journal-B6.tsv");
+  void aCommittedVersion1JournalIsRecoveredExactlyAndGoesOn() throws Exception {
+    int rows = load("journal-v1.tsv");
     assertEquals(5, rows, "4 journal rows and 1 snapshot row in the fixture");
     assertEquals(3, JournalCompaction.newestSnapshot(postgres, PARTITION.persistenceId()),
-        "recovery starts from the S6 snapshot at 3 and replays the B6 event at 4");
+        "recovery starts from the snapshot at 3 and replays the entry at 4");
 
     ActorTestKit first = node("format1");
     try {
@@ -114,20 +114,20 @@ class JournalFormatIT {
       assertEquals(1, recovered.droppedByKey());
       assertEquals(10, recovered.windowKeys());
 
-      // Re-sends of keys journaled in the old format: pay-2 is in the snapshot's window, pay-10 in the
-      // event after it. Both are dropped; a new key is applied.
+      // Re-sends of keys of the committed rows: pay-2 is in the snapshot's window, pay-10 in the entry
+      // after it. Both are dropped; a new key is applied.
       BatchOutcome.Applied resent = apply(first, actor, 11, "pay-2", "pay-10", "pay-13");
       assertEquals(new BatchOutcome.Applied(PARTITION, 14, 1, 0, 2, true), resent);
       // Redelivery of old offsets is dropped by the stored offset.
       BatchOutcome.Applied redelivered = apply(first, actor, 5, "pay-5", "pay-1");
       assertEquals(new BatchOutcome.Applied(PARTITION, 14, 0, 2, 0, false), redelivered);
       assertEquals(expectedCredits(13), KafkaPipelineIT.creditsPerOffset(first.system(), PARTITION));
-      assertEquals(List.of("B6", "B6", "B6", "B6", "B7"), manifests(), "the new entry in today's format");
+      assertEquals(List.of("B", "B", "B", "B", "B"), manifests());
     } finally {
       first.shutdownTestKit();
     }
 
-    // A journal holding both formats recovers.
+    // The committed rows and the new one recover together.
     ActorTestKit second = node("format2");
     try {
       ActorRef<PartitionCommand> actor = spawn(second);
@@ -140,7 +140,7 @@ class JournalFormatIT {
       Map<Long, Integer> expected = expectedCredits(13);
       expected.put(16L, 1);
       assertEquals(expected, KafkaPipelineIT.creditsPerOffset(second.system(), PARTITION));
-      assertEquals(List.of("B6", "B6", "B6", "B6", "B7", "B7"), manifests());
+      assertEquals(List.of("B", "B", "B", "B", "B", "B"), manifests());
 
       // A large frame is stored compressed: its random key digests come last, so PostgreSQL's pglz
       // finds the events' repetition within the first KiB (a frame that began with them was stored raw).

@@ -8,8 +8,8 @@ import java.util.Optional;
 import io.fencepost.OutboxRecord;
 
 /**
- * The journal frame of a {@link BatchEvent} (manifest {@code B7}): the whole batch encoded once, in
- * one buffer sized from the previous frame.
+ * The journal frame of a {@link BatchEvent} (manifest {@code B}, format version 1): the whole batch
+ * encoded once, in one buffer sized from the previous frame.
  *
  * <p>The user's events still go through the serializer the application binds to their class, one
  * payload per event, but each distinct class's serializer and manifest are resolved and written once
@@ -17,6 +17,7 @@ import io.fencepost.OutboxRecord;
  * and offsets are varints; key digests are fixed 16-byte pairs.
  *
  * <pre>
+ * format version (one byte: 1)
  * incarnation, fromOffset, nextOffset, atMillis, applied, droppedByKey
  * class table:  count, (serializer id, manifest) ...
  * events:       count, (class table index, payload) ...
@@ -52,6 +53,7 @@ final class BatchFrame {
   byte[] write(BatchEvent e) {
     int hint = sizeHint;
     FrameOutput out = new FrameOutput(hint + (hint >> 3));
+    out.writeByte(BinarySerializer.FORMAT_VERSION);
     out.writeString(e.incarnation());
     out.writeSignedVarLong(e.fromOffset());
     out.writeSignedVarLong(e.nextOffset());
@@ -177,8 +179,10 @@ final class BatchFrame {
     }
   }
 
+  /** Reads a frame whose format version (its first byte) the caller checked. */
   BatchEvent read(byte[] bytes) throws IOException {
     FrameInput in = new FrameInput(bytes);
+    in.readByte();
     String incarnation = in.readString();
     long from = in.readSignedVarLong();
     long next = in.readSignedVarLong();

@@ -14,8 +14,14 @@ import org.apache.pekko.serialization.SerializerWithStringManifest;
 /**
  * The frame of Fencepost's Pekko serializers: data streams over byte arrays, user objects inside
  * through {@link NestedSerialization}, an unknown manifest reported as written by another version.
+ *
+ * <p>Every payload starts with its format version, one byte: {@value #FORMAT_VERSION} is the only
+ * one there is. A later format adds version 2 and reads both; this one refuses any other, naming it.
  */
 public abstract class BinarySerializer extends SerializerWithStringManifest {
+
+  /** The format version every payload starts with. */
+  public static final int FORMAT_VERSION = 1;
 
   /** User objects (events, states, record values), through the serializers bound to their classes. */
   protected final NestedSerialization nested;
@@ -41,6 +47,7 @@ public abstract class BinarySerializer extends SerializerWithStringManifest {
   public byte[] toBinary(Object o) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
+      out.writeByte(FORMAT_VERSION);
       write(out, o);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -54,17 +61,39 @@ public abstract class BinarySerializer extends SerializerWithStringManifest {
         + manifest + "]", e);
   }
 
+  /**
+   * Refuses a payload of another format version than {@value #FORMAT_VERSION} (or none): it was
+   * written by another build of Fencepost, and reading it as this one would misread every field.
+   */
+  protected final void checkVersion(byte[] bytes, String manifest) throws NotSerializableException {
+    if (bytes.length == 0) {
+      throw new NotSerializableException("empty " + what + " payload, manifest [" + manifest + "]");
+    }
+    if (bytes[0] != FORMAT_VERSION) {
+      throw new NotSerializableException(what + " payload of manifest [" + manifest + "] has format version "
+          + (bytes[0] & 0xff) + "; this version of Fencepost reads version " + FORMAT_VERSION + " only: it was "
+          + "written by a newer Fencepost. Upgrade every node, or roll back the one that wrote it.");
+    }
+  }
+
+  /** The failure for a manifest this serializer does not know. */
+  protected final NotSerializableException unknownManifest(String manifest) {
+    return new NotSerializableException("unknown " + what + " manifest [" + manifest + "]: written by another "
+        + "build of Fencepost (a newer one, or a pre-release snapshot build, whose journals are not read). "
+        + "See \"Journal formats\" in docs/deployment.md.");
+  }
+
   @Override
   public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
+    checkVersion(bytes, manifest);
     Object result;
-    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
+    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes, 1, bytes.length - 1))) {
       result = read(in, manifest);
     } catch (IOException e) {
       throw corrupt(bytes, manifest, e);
     }
     if (result == null) {
-      throw new NotSerializableException("unknown " + what + " manifest [" + manifest
-          + "]: written by a newer Fencepost? Roll back or upgrade every node.");
+      throw unknownManifest(manifest);
     }
     return result;
   }

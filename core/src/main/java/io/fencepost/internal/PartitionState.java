@@ -198,7 +198,7 @@ public final class PartitionState<S> {
   /** Takes {@code other}'s replay ledger (a state rebuilt from a snapshot's). Before any event only. */
   public PartitionState<S> replaysFrom(PartitionState<?> other) {
     ReplayLedger from = other.replays;
-    replays.restore(from.legacyBelow(), from.replayableOffsets(), from.legacyReplayedOffsets());
+    replays.restore(from.replayableOffsets());
     return this;
   }
 }

@@ -11,24 +11,19 @@ import java.util.TreeSet;
  *
  * <p>A replayed record that fails again is dead-lettered at its new offset, which takes the old
  * dead letter's place. Part of {@link PartitionState}, rebuilt from the journal like the rest of it.
- *
- * <p>Snapshots written before this ledger existed do not tell which dead letters lie below them:
- * replays of offsets below {@link #legacyBelow()} are then accepted once each, as a dead letter.
  */
 public final class ReplayLedger {
 
   private final TreeSet<Long> replayable = new TreeSet<>();
-  private final TreeSet<Long> legacyReplayed = new TreeSet<>();
-  private long legacyBelow = -1;
 
   /** True when a replay of the dead letter at {@code offset} may be applied now. */
   public boolean replayable(long offset) {
-    return replayable.contains(offset) || legacyOpen(offset);
+    return replayable.contains(offset);
   }
 
   /** A dead letter was journaled at {@code offset}; {@code replayOf} the one its record replayed, or -1. */
   void deadLettered(long offset, long replayOf) {
-    if (replayOf < 0 || consume(replayOf)) {
+    if (replayOf < 0 || replayable.remove(replayOf)) {
       replayable.add(offset);
     }
     // else: a replay of a dead letter replayed before failed again; the earlier replay's effects stand
@@ -36,19 +31,7 @@ public final class ReplayLedger {
 
   /** The replay of the dead letter at {@code offset} was applied (or dropped by its key). */
   void replayed(long offset) {
-    consume(offset);
-  }
-
-  private boolean consume(long offset) {
-    if (replayable.remove(offset)) {
-      return true;
-    }
-    return legacyOpen(offset) && legacyReplayed.add(offset);
-  }
-
-  /** Below a pre-ledger snapshot and not replayed since: accepted once. */
-  private boolean legacyOpen(long offset) {
-    return offset < legacyBelow && !legacyReplayed.contains(offset);
+    replayable.remove(offset);
   }
 
   /**
@@ -57,9 +40,6 @@ public final class ReplayLedger {
    */
   void forgetFrom(long offset) {
     replayable.tailSet(offset, true).clear();
-    if (legacyBelow > offset) {
-      legacyBelow = offset;
-    }
   }
 
   /** Dead letters that may still be replayed, ascending (snapshots). */
@@ -67,20 +47,8 @@ public final class ReplayLedger {
     return java.util.Collections.unmodifiableNavigableSet(replayable);
   }
 
-  /** Offsets below {@link #legacyBelow()} replayed already (snapshots). */
-  public NavigableSet<Long> legacyReplayedOffsets() {
-    return java.util.Collections.unmodifiableNavigableSet(legacyReplayed);
-  }
-
-  /** Replays of offsets below this one, not known as dead letters, are accepted once each; -1: none. */
-  public long legacyBelow() {
-    return legacyBelow;
-  }
-
   /** Restores a snapshot's ledger. */
-  public void restore(long legacyBelow, Iterable<Long> replayable, Iterable<Long> legacyReplayed) {
-    this.legacyBelow = legacyBelow;
+  public void restore(Iterable<Long> replayable) {
     replayable.forEach(this.replayable::add);
-    legacyReplayed.forEach(this.legacyReplayed::add);
   }
 }

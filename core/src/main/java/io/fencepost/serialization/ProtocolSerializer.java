@@ -31,22 +31,20 @@ import org.apache.pekko.actor.typed.javadsl.Adapter;
 /**
  * Binary serializer for {@link PartitionCommand}s, {@link BatchOutcome}s and {@link PartitionStatus}.
  * Record values inside a batch go through the serializer bound to their class. Errors travel as kind
- * and message and are rebuilt as the same exception types on the receiving node.
+ * and message and are rebuilt as the same exception types on the receiving node. One manifest per
+ * message; each payload starts with its format version (see {@link BinarySerializer}).
  */
 public final class ProtocolSerializer extends BinarySerializer {
 
   /** Registered in core's reference.conf; never reuse or change. */
   public static final int IDENTIFIER = 741_101;
 
-  private static final String APPLY = "A4";
-  private static final String APPLY_V3 = "A3";     // before dead letters' replayOf; still read
-  private static final String APPLY_V2 = "A2";     // before coveredFrom; still read (rolling upgrades)
-  private static final String STATUS_QUERY = "Q1";
-  private static final String STOP = "X1";
-  private static final String APPLIED = "O3";
-  private static final String APPLIED_V2 = "O2";   // before outbox counts; still read (rolling upgrades)
-  private static final String REJECTED = "R2";
-  private static final String STATUS = "S2";
+  private static final String APPLY = "A";
+  private static final String STATUS_QUERY = "Q";
+  private static final String STOP = "X";
+  private static final String APPLIED = "O";
+  private static final String REJECTED = "R";
+  private static final String STATUS = "S";
 
   private final ExtendedActorSystem system;
 
@@ -161,11 +159,9 @@ public final class ProtocolSerializer extends BinarySerializer {
   @Override
   protected Object read(DataInputStream in, String manifest) throws IOException {
     switch (manifest) {
-      case APPLY:
-      case APPLY_V3:
-      case APPLY_V2: {
+      case APPLY: {
         ActorRef<BatchOutcome> replyTo = readRef(in);
-        long coveredFrom = manifest.equals(APPLY_V2) ? -1 : in.readLong();
+        long coveredFrom = in.readLong();
         int n = in.readInt();
         List<Inbound<?>> records = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -182,13 +178,11 @@ public final class ProtocolSerializer extends BinarySerializer {
           String message = in.readUTF();
           int attempts = in.readInt();
           boolean parked = in.readBoolean();
-          long replayOf = manifest.equals(APPLY) ? in.readLong() : -1;
+          long replayOf = in.readLong();
           dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), errorClass, message,
               attempts, parked, replayOf >= 0 ? java.util.OptionalLong.of(replayOf) : java.util.OptionalLong.empty()));
         }
-        // A sender of the previous format vouched for its batch from the first offset.
-        return new PartitionCommand.ApplyBatch(records, dead,
-            coveredFrom >= 0 ? coveredFrom : PartitionCommand.ApplyBatch.firstOffset(records, dead), replyTo);
+        return new PartitionCommand.ApplyBatch(records, dead, coveredFrom, replyTo);
       }
       case STATUS_QUERY:
         return new PartitionCommand.GetStatus(readRef(in));
@@ -197,9 +191,6 @@ public final class ProtocolSerializer extends BinarySerializer {
       case APPLIED:
         return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
             in.readBoolean(), in.readInt(), in.readInt());
-      case APPLIED_V2:
-        return new BatchOutcome.Applied(readPartition(in), in.readLong(), in.readInt(), in.readInt(), in.readInt(),
-            in.readBoolean(), in.readInt(), 0);
       case REJECTED: {
         PartitionId p = readPartition(in);
         int kind = in.readByte();

@@ -38,7 +38,7 @@ class FencepostSerializerTest {
     return s.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, o)).get();
   }
 
-  /** The batch the committed fixture batch-B4.bin holds (written by the B4 format, before B5). */
+  /** A batch with one event class, a dead letter, an unparked key, two outbox records and a call outcome. */
   private static BatchEvent sampleBatch() {
     return new BatchEvent("inc-1", 10, 13, 1234L, List.of(new Credited("m1", 5), new Credited("m2", 7)),
         new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true)),
@@ -48,8 +48,8 @@ class FencepostSerializerTest {
   }
 
   /**
-   * The batch the committed fixture batch-B6.bin holds (written by the B6 format, the last before
-   * the batch frame): two event classes interleaved, a replayed dead letter, two outbox topics.
+   * The batch the committed fixture batch-v1.bin holds (format version 1): two event classes
+   * interleaved, a replayed dead letter, two outbox topics.
    */
   private static BatchEvent sampleBatchWithReplays() {
     return new BatchEvent("inc-6", 10, 13, 1234L,
@@ -62,26 +62,74 @@ class FencepostSerializerTest {
   }
 
   /**
-   * Writes the fixtures of the current formats into the directory named by the system property:
-   * run on the code of a format before replacing it, and commit the files.
+   * Writes the golden fixtures of format version 1 into the directory named by the system property
+   * ({@code -Dfencepost.write-serializer-fixtures=core/src/test/resources/journal-fixtures}). A
+   * committed fixture is never rewritten: a format change adds version 2 and new fixtures beside.
    */
   @Test
   @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "fencepost.write-serializer-fixtures", matches = ".+")
   void writeTheFixtures() throws Exception {
     java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("fencepost.write-serializer-fixtures"));
     Serialization s = SerializationExtension.get(kit.system());
-    for (Object o : List.of(sampleBatchWithReplays(), sampleState())) {
-      var serializer = s.findSerializerFor(o);
-      java.nio.file.Files.write(dir.resolve((o instanceof BatchEvent ? "batch-" : "state-")
-          + Serializers.manifestFor(serializer, o) + ".bin"), serializer.toBinary(o));
+    java.nio.file.Files.write(dir.resolve("batch-v1.bin"), s.findSerializerFor(sampleBatchWithReplays())
+        .toBinary(sampleBatchWithReplays()));
+    java.nio.file.Files.write(dir.resolve("state-v1.bin"), s.findSerializerFor(sampleState()).toBinary(sampleState()));
+  }
+
+  private static byte[] fixtureBytes(String name) throws java.io.IOException {
+    try (var in = FencepostSerializerTest.class.getResourceAsStream("/journal-fixtures/" + name)) {
+      return in.readAllBytes();
     }
   }
 
   private static Object fixture(String name, String manifest) throws java.io.IOException {
-    try (var in = FencepostSerializerTest.class.getResourceAsStream("/journal-fixtures/" + name)) {
-      byte[] bytes = in.readAllBytes();
-      return SerializationExtension.get(kit.system()).deserialize(bytes, FencepostSerializer.IDENTIFIER, manifest).get();
+    return SerializationExtension.get(kit.system()).deserialize(fixtureBytes(name), FencepostSerializer.IDENTIFIER,
+        manifest).get();
+  }
+
+  @Test
+  void theVersion1BatchIsReadAndWrittenByteForByteAsTheCommittedFixture() throws Exception {
+    assertSameBatch(sampleBatchWithReplays(), (BatchEvent) fixture("batch-v1.bin", "B"));
+    BatchEvent e = sampleBatchWithReplays();
+    assertEquals("B", Serializers.manifestFor(SerializationExtension.get(kit.system()).findSerializerFor(e), e));
+    assertArrayEquals(fixtureBytes("batch-v1.bin"),
+        SerializationExtension.get(kit.system()).findSerializerFor(e).toBinary(e));
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void theVersion1SnapshotIsReadAndWrittenByteForByteAsTheCommittedFixture() throws Exception {
+    PartitionState<Credited> back = (PartitionState<Credited>) fixture("state-v1.bin", "S");
+    assertSameState(sampleState(), back);
+    assertEquals(List.of(50L, 61L), List.copyOf(back.replays().replayableOffsets()));
+    PartitionState<Credited> state = sampleState();
+    assertEquals("S", Serializers.manifestFor(SerializationExtension.get(kit.system()).findSerializerFor(state),
+        state));
+    assertArrayEquals(fixtureBytes("state-v1.bin"),
+        SerializationExtension.get(kit.system()).findSerializerFor(state).toBinary(state));
+  }
+
+  @Test
+  void anUnknownManifestOrFormatVersionIsRefusedNamingIt() throws Exception {
+    Serialization s = SerializationExtension.get(kit.system());
+    byte[] batch = fixtureBytes("batch-v1.bin");
+    Throwable oldBuild = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+        () -> s.deserialize(batch, FencepostSerializer.IDENTIFIER, "B7").get());
+    assertTrue(oldBuild.getMessage().startsWith("unknown Fencepost journal manifest [B7]: written by another build "
+        + "of Fencepost (a newer one, or a pre-release snapshot build, whose journals are not read)"),
+        oldBuild.getMessage());
+    for (String manifest : List.of("B", "S")) {
+      byte[] newer = fixtureBytes(manifest.equals("B") ? "batch-v1.bin" : "state-v1.bin");
+      newer[0] = 2;
+      Throwable e = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+          () -> s.deserialize(newer, FencepostSerializer.IDENTIFIER, manifest).get());
+      assertEquals("Fencepost journal payload of manifest [" + manifest + "] has format version 2; this version of "
+          + "Fencepost reads version 1 only: it was written by a newer Fencepost. Upgrade every node, or roll back "
+          + "the one that wrote it.", e.getMessage());
     }
+    Throwable empty = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+        () -> s.deserialize(new byte[0], FencepostSerializer.IDENTIFIER, "S").get());
+    assertEquals("empty Fencepost journal payload, manifest [S]", empty.getMessage());
   }
 
   @Test
@@ -105,30 +153,20 @@ class FencepostSerializerTest {
   }
 
   @Test
-  void aBatchWrittenByTheB4FormatIsStillReadExactly() throws Exception {
-    assertSameBatch(sampleBatch(), (BatchEvent) fixture("batch-B4.bin", "B4"));
-  }
-
-  @Test
-  void aBatchWrittenByTheB6FormatIsStillReadExactly() throws Exception {
-    assertSameBatch(sampleBatchWithReplays(), (BatchEvent) fixture("batch-B6.bin", "B6"));
-  }
-
-  @Test
   void aBatchIsOneFrameWithEachEventClassNamedOnce() {
     BatchEvent e = sampleBatchWithReplays();
     Serialization s = SerializationExtension.get(kit.system());
     var serializer = s.findSerializerFor(e);
-    assertEquals("B7", Serializers.manifestFor(serializer, e));
+    assertEquals("B", Serializers.manifestFor(serializer, e));
     byte[] bytes = serializer.toBinary(e);
     String text = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
     assertEquals(1, occurrences(text, Credited.class.getName()), "two Credited events, one class table entry");
     assertEquals(1, occurrences(text, Refunded.class.getName()));
     assertEquals(1, occurrences(text, "audit"));
     assertEquals(1, occurrences(text, "out"), "two records to topic out, one topic table entry");
-    assertSameBatch(e, (BatchEvent) s.deserialize(bytes, serializer.identifier(), "B7").get());
+    assertSameBatch(e, (BatchEvent) s.deserialize(bytes, serializer.identifier(), "B").get());
     assertEquals(List.of(new Credited("m1", 5), new Refunded("m1", 2), new Credited("m2", 7)),
-        ((BatchEvent) s.deserialize(bytes, serializer.identifier(), "B7").get()).events(), "in their order");
+        ((BatchEvent) s.deserialize(bytes, serializer.identifier(), "B").get()).events(), "in their order");
   }
 
   @Test
@@ -150,7 +188,7 @@ class FencepostSerializerTest {
     assertArrayEquals(e.keyDigests(), back.keyDigests());
     assertEquals(e.events(), back.events());
     assertEquals(List.of(e.deadLetters().get(0).withMessage(longMessage.substring(0, 4000) + "..."),
-        e.deadLetters().get(1)), back.deadLetters(), "the message cut as B6 cut it, the half pair kept");
+        e.deadLetters().get(1)), back.deadLetters(), "the message cut at 4000 chars, the half pair kept");
     assertEquals(e.unparked(), back.unparked());
     assertEquals(e.outbox(), back.outbox());
     assertEquals(e.calls(), back.calls());
@@ -190,7 +228,7 @@ class FencepostSerializerTest {
               events.add(k % 3 == 0 ? new Refunded("r" + thread, k) : new Credited("m" + i, k));
             }
             BatchEvent e = new BatchEvent("t" + thread, i, i + n, i, events, new long[2 * (n % 5)], n, 0);
-            BatchEvent back = (BatchEvent) s.deserialize(serializer.toBinary(e), serializer.identifier(), "B7").get();
+            BatchEvent back = (BatchEvent) s.deserialize(serializer.toBinary(e), serializer.identifier(), "B").get();
             assertEquals(events, back.events());
             assertEquals(List.of(e.incarnation(), e.nextOffset()), List.of(back.incarnation(), back.nextOffset()));
           }
@@ -279,7 +317,7 @@ class FencepostSerializerTest {
       byte[] bytes = serializer.toBinary(e);
       String text = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
       assertEquals(1, occurrences(text, "tag:a"), "one table entry per distinct manifest");
-      assertEquals(events, ((BatchEvent) s.deserialize(bytes, serializer.identifier(), "B7").get()).events());
+      assertEquals(events, ((BatchEvent) s.deserialize(bytes, serializer.identifier(), "B").get()).events());
     } finally {
       tagged.shutdownTestKit();
     }
@@ -313,58 +351,15 @@ class FencepostSerializerTest {
   }
 
   @Test
-  void batchFormat6KeepsWritingTheFormatBeforeTheFrame() {
-    ActorTestKit old = ActorTestKit.create("format6", com.typesafe.config.ConfigFactory.parseString(
-        "fencepost.serialization.batch-format = 6").withFallback(com.typesafe.config.ConfigFactory.load()));
-    try {
-      Serialization s = SerializationExtension.get(old.system());
-      BatchEvent e = sampleBatchWithReplays();
-      var serializer = s.findSerializerFor(e);
-      assertEquals("B6", Serializers.manifestFor(serializer, e));
-      byte[] bytes = serializer.toBinary(e);
-      assertSameBatch(e, (BatchEvent) s.deserialize(bytes, serializer.identifier(), "B6").get());
-      byte[] fixture;
-      try (var in = FencepostSerializerTest.class.getResourceAsStream("/journal-fixtures/batch-B6.bin")) {
-        fixture = in.readAllBytes();
-      }
-      assertArrayEquals(fixture, bytes, "byte for byte what the version before the frame wrote");
-      byte[] frame = SerializationExtension.get(kit.system()).findSerializerFor(e).toBinary(e);
-      assertSameBatch(e, (BatchEvent) s.deserialize(frame, serializer.identifier(), "B7").get());
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    } finally {
-      old.shutdownTestKit();
-    }
-  }
-
-  @Test
-  void anUnknownBatchFormatIsRefusedNamingTheKey() {
-    Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class, () -> {
-      ActorTestKit bad = ActorTestKit.create("format5", com.typesafe.config.ConfigFactory.parseString(
-          "fencepost.serialization.batch-format = 5").withFallback(com.typesafe.config.ConfigFactory.load()));
-      try {
-        SerializationExtension.get(bad.system()).findSerializerFor(sampleBatch());
-      } finally {
-        bad.shutdownTestKit();
-      }
-    });
-    Throwable cause = e;
-    while (cause != null && !(cause instanceof io.fencepost.errors.SettingsException)) {
-      cause = cause.getCause();
-    }
-    assertTrue(cause != null && cause.getMessage().contains("fencepost.serialization.batch-format"), String.valueOf(e));
-  }
-
-  @Test
   void aTruncatedOrPaddedFrameIsReportedCorruptWithItsSize() {
     Serialization s = SerializationExtension.get(kit.system());
     byte[] bytes = s.findSerializerFor(sampleBatch()).toBinary(sampleBatch());
     for (byte[] broken : List.of(java.util.Arrays.copyOf(bytes, bytes.length - 3),
         java.util.Arrays.copyOf(bytes, bytes.length + 1))) {
       Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class,
-          () -> s.deserialize(broken, FencepostSerializer.IDENTIFIER, "B7").get());
+          () -> s.deserialize(broken, FencepostSerializer.IDENTIFIER, "B").get());
       assertTrue(e.getMessage().startsWith("corrupt Fencepost journal payload of " + broken.length
-          + " bytes, manifest [B7]"), e.getMessage());
+          + " bytes, manifest [B]"), e.getMessage());
     }
   }
 
@@ -376,23 +371,6 @@ class FencepostSerializerTest {
     BatchEvent back = (BatchEvent) roundTrip(e);
     assertEquals(3, back.deadLetters().get(0).replayOf());
     assertArrayEquals(new long[] {5, 6}, back.replayed());
-  }
-
-  @Test
-  @SuppressWarnings("unchecked")
-  void theReplayLedgerRoundTripsAndAStateBeforeItAcceptsEachReplayBelowItOnce() throws Exception {
-    PartitionState<Credited> state = sampleState();
-    state.replays().restore(40, List.of(50L, 61L), List.of(7L));
-    PartitionState<Credited> back = (PartitionState<Credited>) roundTrip(state);
-    assertEquals(List.of(50L, 61L), List.copyOf(back.replays().replayableOffsets()));
-    assertEquals(List.of(7L), List.copyOf(back.replays().legacyReplayedOffsets()));
-    assertEquals(40, back.replays().legacyBelow());
-    assertTrue(back.replays().replayable(61) && back.replays().replayable(39));
-    assertTrue(!back.replays().replayable(7) && !back.replays().replayable(55) && !back.replays().replayable(40));
-
-    PartitionState<Credited> old = (PartitionState<Credited>) fixture("state-S4.bin", "S4");
-    assertEquals(77, old.replays().legacyBelow(), "an S4 snapshot does not tell which of its offsets were dead letters");
-    assertTrue(old.replays().replayable(76) && !old.replays().replayable(77));
   }
 
   @Test
@@ -427,32 +405,22 @@ class FencepostSerializerTest {
     assertArrayEquals(e.replayed(), back.replayed());
   }
 
-  /** The state the committed fixture state-S4.bin holds. */
+  /** The state the committed fixture state-v1.bin holds: a window of 50 keys, two replayable dead letters. */
   private static PartitionState<Credited> sampleState() {
     KeyWindow w = new KeyWindow(100, 10_000);
     for (int i = 0; i < 50; i++) {
       w.add(i, -i, 1000 + i);
     }
-    return new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6,
+    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6,
         java.util.Map.of("k9", 12L), List.of(new CallOutcome(80, "pay-3", "ok")));
+    state.replays().restore(List.of(50L, 61L));
+    return state;
   }
 
   @Test
   @SuppressWarnings("unchecked")
   void stateRoundTripsWithItsWindowInInsertionOrder() {
     assertSameState(sampleState(), (PartitionState<Credited>) roundTrip(sampleState()));
-  }
-
-  @Test
-  @SuppressWarnings("unchecked")
-  void aStateWrittenByTheS6FormatIsStillReadExactly() throws Exception {
-    assertSameState(sampleState(), (PartitionState<Credited>) fixture("state-S6.bin", "S6"));
-  }
-
-  @Test
-  @SuppressWarnings("unchecked")
-  void aStateWrittenByTheS4FormatIsStillReadExactly() throws Exception {
-    assertSameState(sampleState(), (PartitionState<Credited>) fixture("state-S4.bin", "S4"));
   }
 
   private static void assertSameState(PartitionState<Credited> state, PartitionState<Credited> back) {
