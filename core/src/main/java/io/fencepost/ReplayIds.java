@@ -31,8 +31,11 @@ final class ReplayIds {
    * group, topic and partition); empty for another partition's id or one that is not an id.
    */
   static OptionalLong offsetIn(PartitionId partition, String id) {
+    if (id == null) {
+      return OptionalLong.empty();   // no header: nothing to build (this runs for every record)
+    }
     String prefix = prefix(partition);
-    if (id == null || !id.startsWith(prefix)) {
+    if (!id.startsWith(prefix)) {
       return OptionalLong.empty();
     }
     try {
@@ -48,8 +51,11 @@ final class ReplayIds {
    * consumer group ({@code <group>-<topic>-<partition>-<offset>}).
    */
   static boolean namesTopicPartition(PartitionId partition, String id) {
+    if (id == null) {
+      return false;
+    }
     String suffix = "-" + partition.topic() + "-" + partition.partition() + "-";
-    int at = id == null ? -1 : id.lastIndexOf(suffix);
+    int at = id.lastIndexOf(suffix);
     if (at <= 0 || at + suffix.length() == id.length()) {
       return false;
     }

@@ -43,11 +43,13 @@ final class BatchFrame {
   private static final int MAX_HINT = 256 * 1024;
 
   private final NestedSerialization nested;
+  private final JacksonEvents jackson;
   /** The size of the last frame written: the next one's first guess, so a frame rarely grows. */
   private volatile int sizeHint = 256;
 
-  BatchFrame(NestedSerialization nested) {
+  BatchFrame(NestedSerialization nested, com.typesafe.config.Config config) {
     this.nested = nested;
+    this.jackson = new JacksonEvents(config);
   }
 
   byte[] write(BatchEvent e) {
@@ -60,7 +62,7 @@ final class BatchFrame {
     out.writeLong(e.atMillis());
     out.writeCount(e.applied());
     out.writeCount(e.droppedByKey());
-    writeEvents(out, e.events());
+    writeEvents(out, e.events(), hint);
     out.writeCount(e.deadLetters().size());
     for (DeadLetterEntry dead : e.deadLetters()) {
       out.writeSignedVarLong(dead.offset());
@@ -96,34 +98,55 @@ final class BatchFrame {
     return out.toByteArray();
   }
 
-  /** The class table, then each event as its entry's index and its payload. */
-  private void writeEvents(FrameOutput out, List<Object> events) {
+  /**
+   * The class table, then each event as its entry's index and its payload. Events of a class bound
+   * to Pekko's Jackson serializers are encoded together ({@link JacksonEvents}); the others one by
+   * one, through the serializer bound to their class.
+   */
+  private void writeEvents(FrameOutput out, List<Object> events, int sizeHint) {
     int n = events.size();
     List<NestedSerialization.Encoding> table = new ArrayList<>(2);
     int[] entry = new int[n];
     byte[][] payloads = new byte[n][];
+    int[] starts = new int[n];
+    int[] lengths = new int[n];
     Class<?> lastClass = null;
     int lastEntry = -1;
-    for (int i = 0; i < n; i++) {
-      Object event = events.get(i);   // never null: BatchEvent copies its events with List.copyOf
-      if (event.getClass() != lastClass) {
-        lastClass = event.getClass();
-        lastEntry = entryOf(table, event, lastClass);
-      } else if (!table.get(lastEntry).byClass()) {
-        lastEntry = entryOf(table, event, lastClass);
+    try (JacksonEvents.Frame encoded = jackson.frame(sizeHint)) {
+      for (int i = 0; i < n; i++) {
+        Object event = events.get(i);   // never null: BatchEvent copies its events with List.copyOf
+        if (event.getClass() != lastClass) {
+          lastClass = event.getClass();
+          lastEntry = entryOf(table, event, lastClass);
+        } else if (!table.get(lastEntry).byClass()) {
+          lastEntry = entryOf(table, event, lastClass);
+        }
+        entry[i] = lastEntry;
+        NestedSerialization.Encoding encoding = table.get(lastEntry);
+        if (!encoded.write(encoding, event)) {
+          payloads[i] = encoding.serializer().toBinary(event);
+        } else if (encoded.compressed() != null) {
+          payloads[i] = encoded.compressed();
+        } else {
+          starts[i] = encoded.start();
+          lengths[i] = encoded.length();
+        }
       }
-      entry[i] = lastEntry;
-      payloads[i] = table.get(lastEntry).serializer().toBinary(event);
-    }
-    out.writeCount(table.size());
-    for (NestedSerialization.Encoding encoding : table) {
-      out.writeInt(encoding.id());
-      out.writeString(encoding.manifest());
-    }
-    out.writeCount(n);
-    for (int i = 0; i < n; i++) {
-      out.writeCount(entry[i]);
-      out.writeBytes(payloads[i]);
+      out.writeCount(table.size());
+      for (NestedSerialization.Encoding encoding : table) {
+        out.writeInt(encoding.id());
+        out.writeString(encoding.manifest());
+      }
+      out.writeCount(n);
+      byte[] encodedBytes = encoded.array();
+      for (int i = 0; i < n; i++) {
+        out.writeCount(entry[i]);
+        if (payloads[i] != null) {
+          out.writeBytes(payloads[i]);
+        } else {
+          out.writeBytes(encodedBytes, starts[i], lengths[i]);
+        }
+      }
     }
   }
 

@@ -25,10 +25,11 @@ public final class FencepostSerializer extends BinarySerializer {
   /** A partition's snapshot. */
   static final String STATE = "S";
 
-  private final BatchFrame frame = new BatchFrame(nested);
+  private final BatchFrame frame;
 
   public FencepostSerializer(ExtendedActorSystem system) {
     super(system, "Fencepost journal");
+    this.frame = new BatchFrame(nested, system.settings().config());
   }
 
   @Override

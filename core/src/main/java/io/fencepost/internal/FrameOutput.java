@@ -83,10 +83,37 @@ final class FrameOutput {
   }
 
   void writeBytes(byte[] b) {
-    writeCount(b.length);
-    ensure(b.length);
-    System.arraycopy(b, 0, buf, size, b.length);
-    size += b.length;
+    writeBytes(b, 0, b.length);
+  }
+
+  /** {@code len} bytes of {@code b} from {@code off}, after their length. */
+  void writeBytes(byte[] b, int off, int len) {
+    writeCount(len);
+    ensure(len);
+    System.arraycopy(b, off, buf, size, len);
+    size += len;
+  }
+
+  /** The buffer itself (valid up to {@link #size()}, until the next write). */
+  byte[] array() {
+    return buf;
+  }
+
+  /** This buffer as an output stream (raw bytes, no lengths). */
+  java.io.OutputStream stream() {
+    return new java.io.OutputStream() {
+      @Override
+      public void write(int b) {
+        writeByte(b);
+      }
+
+      @Override
+      public void write(byte[] b, int off, int len) {
+        ensure(len);
+        System.arraycopy(b, off, buf, size, len);
+        size += len;
+      }
+    };
   }
 
   void writeString(String s) {

@@ -1,0 +1,132 @@
+package io.fencepost.internal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.JacksonSerializable;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The events of a batch bound to Pekko's Jackson serializers are encoded once per frame
+ * ({@link JacksonEvents}); every event's payload in the frame must still be exactly what its
+ * serializer's {@code toBinary} writes, whatever the binding's settings, so that Pekko's own read
+ * path (migrations, decompression, allow-list) reads it.
+ */
+class BatchFrameEncodingTest {
+
+  record Credited(String merchant, long cents) implements JacksonSerializable {
+  }
+
+  record Refunded(String merchant, long cents, String reason) implements JacksonSerializable {
+  }
+
+  /** Bound to jackson-json in these tests. */
+  record Noted(String text, int n) {
+  }
+
+  private static List<Object> events(int n) {
+    List<Object> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      out.add(i % 3 == 2 ? new Refunded("m" + i, i, "r".repeat(i % 7)) : new Credited("m" + (i % 5), i * 100L));
+      if (i % 4 == 0) {
+        out.add(new Noted("note " + i + " " + "x".repeat(i), i));
+      }
+    }
+    return out;
+  }
+
+  /** Each event's payload in the frame, in order. */
+  private static List<byte[]> payloads(byte[] frame) throws IOException {
+    FrameInput in = new FrameInput(frame);
+    assertEquals(BinarySerializer.FORMAT_VERSION, in.readByte());
+    in.readString();
+    in.readSignedVarLong();
+    in.readSignedVarLong();
+    in.readLong();
+    in.readVarInt();
+    in.readVarInt();
+    int entries = in.readCount();
+    for (int i = 0; i < entries; i++) {
+      in.readInt();
+      in.readString();
+    }
+    int n = in.readCount();
+    List<byte[]> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      in.readVarInt();
+      out.add(in.readBytes());
+    }
+    return out;
+  }
+
+  private static void assertEachPayloadIsToBinary(String config) throws IOException {
+    ActorTestKit kit = ActorTestKit.create("frame-encoding", ConfigFactory.parseString(
+        "pekko.actor.serialization-bindings { \"" + Noted.class.getName() + "\" = jackson-json }\n" + config)
+        .withFallback(ConfigFactory.load()));
+    try {
+      Serialization s = SerializationExtension.get(kit.system());
+      // Frames of several sizes, one serializer instance: the first checks, the later ones trust the check.
+      for (int size : new int[] {1, 2, 40, 3, 200}) {
+        List<Object> events = events(size);
+        BatchEvent batch = new BatchEvent("inc", 0, size, 1L, events, new long[0], size, 0);
+        byte[] frame = s.findSerializerFor(batch).toBinary(batch);
+        List<byte[]> payloads = payloads(frame);
+        assertEquals(events.size(), payloads.size());
+        for (int i = 0; i < events.size(); i++) {
+          Object e = events.get(i);
+          assertArrayEquals(s.findSerializerFor(e).toBinary(e), payloads.get(i),
+              "event " + i + " of " + events.size() + " (" + e + ")");
+        }
+        assertEquals(events, ((BatchEvent) s.deserialize(frame, FencepostSerializer.IDENTIFIER, "B").get()).events());
+      }
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+
+  @Test
+  void eachEventOfAFrameIsWhatItsSerializerWritesForItAlone() throws IOException {
+    assertEachPayloadIsToBinary("");
+  }
+
+  @Test
+  void jsonEventsCompressedAboveTheBindingsThresholdAreCompressedAsItCompressesThem() throws IOException {
+    assertEachPayloadIsToBinary("pekko.serialization.jackson.jackson-json.compression {\n"
+        + "  algorithm = gzip\n  compress-larger-than = 40 b\n}");
+  }
+
+  @Test
+  void aMapperThatWritesSomethingBetweenRootValuesFallsBackToOneEventAtATime() throws IOException {
+    // INDENT_OUTPUT: the pretty printer writes a separator between root values of one generator.
+    assertEachPayloadIsToBinary("pekko.serialization.jackson.jackson-json.serialization-features {\n"
+        + "  INDENT_OUTPUT = on\n}");
+  }
+
+  @Test
+  void aFrameOfOneClassNamesItsSerializerOnce() {
+    ActorTestKit kit = ActorTestKit.create("frame-one-class");
+    try {
+      Serialization s = SerializationExtension.get(kit.system());
+      List<Object> events = new ArrayList<>();
+      for (int i = 0; i < 100; i++) {
+        events.add(new Credited("m", i));
+      }
+      BatchEvent batch = new BatchEvent("inc", 0, 100, 1L, events, new long[0], 100, 0);
+      byte[] frame = s.findSerializerFor(batch).toBinary(batch);
+      String text = new String(frame, java.nio.charset.StandardCharsets.ISO_8859_1);
+      assertTrue(text.contains(Credited.class.getName()));
+      assertEquals(text.indexOf(Credited.class.getName()), text.lastIndexOf(Credited.class.getName()));
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+}
