@@ -8,7 +8,7 @@ package io.fencepost.benchmarks;
  * @param duplicates effects applied more than once (for a reconciled journal: records applied more than once)
  * @param losses records whose effect is missing
  * @param seconds from the start (see {@link Progress}) to the last effect being done
- * @param peakHeapMib peak used heap of the whole JVM during the run (the in-process broker included)
+ * @param peakHeapMib live heap of the whole JVM during the run, the in-process broker included (see Heap)
  * @param database what the run wrote to PostgreSQL, or null for peers without a database
  * @param latency end-to-end latency percentiles, or null when not measured in this run
  * @param checkedBy how duplicates and losses were counted

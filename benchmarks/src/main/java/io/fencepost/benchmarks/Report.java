@@ -19,7 +19,7 @@ final class Report {
         + "merchants as record keys) on %d partitions; %s.%n%n", plan.name(), plan.records(), plan.recordBytes(),
         Workload.MERCHANTS, plan.partitions(), machine.summary()));
     sb.append("| peer | promise | records | records/s (median) | min – max | × raw | × inbox/rec | p50 ms | p99 ms "
-        + "| peak heap MiB | DB rows / 100 records | DB bytes / record | WAL bytes / record | dup | loss |\n");
+        + "| live heap MiB | DB rows / 100 records | DB bytes / record | WAL bytes / record | dup | loss |\n");
     sb.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (PeerResult r : results) {
       Outcome t = r.throughput().median();
@@ -51,7 +51,8 @@ final class Report {
       sb.append('\n');
     }
     sb.append('\n');
-    sb.append(String.format(Locale.ROOT, "Peak heap: used heap of the whole JVM, the in-process broker included (Kafka "
+    sb.append(String.format(Locale.ROOT, "Live heap: the most heap in use right after a garbage collection during the "
+        + "peer's runs, a full collection at the end included, for the whole JVM with the in-process broker (Kafka "
         + "Streams' RocksDB state is off-heap). Database columns: rows inserted, updated or deleted "
         + "(pg_stat_user_tables), growth of tables with indexes (pg_total_relation_size) and WAL written "
         + "(pg_current_wal_lsn), per record applied.%n%n"));

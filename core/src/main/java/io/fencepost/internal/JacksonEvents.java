@@ -11,6 +11,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.ser.DefaultSerializerProvider;
 import com.typesafe.config.Config;
 import org.apache.pekko.serialization.Serializer;
@@ -19,16 +20,22 @@ import org.apache.pekko.serialization.jackson.JacksonSerializer;
 
 /**
  * A batch's events whose class is bound to Pekko's own Jackson serializers ({@code jackson-cbor},
- * {@code jackson-json}), encoded once per frame: one generator and one serializer provider per
- * binding, one root serializer lookup per class, instead of a whole Pekko serialization call (a
- * provider, a generator, an I/O context and a lookup) per event. Each event's bytes are exactly
+ * {@code jackson-json}), encoded once per frame: one generator per binding and one root serializer
+ * lookup per class, instead of a whole Pekko serialization call (a generator, an I/O context, a
+ * buffer and a lookup) per event. Each event still gets a serializer provider of its own: the
+ * provider holds per-call state (object ids written, per-call attributes) that must not leak from
+ * one event into the next. Each event's bytes are exactly
  * what that serializer's {@code toBinary} writes (compressed as it would compress them), so the
  * events are read back by Pekko's own read path: migrations, decompression, allow-list.
  *
  * <p>That the bytes are the same is checked, not assumed: a class's first event written at the
  * start of a generator and its first written after another value are compared with
  * {@code toBinary}; a class whose bytes differ (a custom mapper feature, a type header) is written
- * through {@code toBinary} from then on. Thread-safe; a {@link Frame} is used by one thread.
+ * through {@code toBinary} from then on. A value that leaves the generator inside an open
+ * structure (a faulty custom serializer) is written through {@code toBinary}, its class too from
+ * then on, and the generator replaced. A custom serializer that reads its position in the output
+ * (the root value index) sees the event's index in the frame, not 0. Thread-safe; a {@link Frame} is
+ * used by one thread.
  */
 final class JacksonEvents {
 
@@ -71,7 +78,6 @@ final class JacksonEvents {
     /** One generator and provider per binding (a frame rarely holds more than one). */
     private JacksonSerializer[] bindings = new JacksonSerializer[0];
     private JsonGenerator[] generators = new JsonGenerator[0];
-    private DefaultSerializerProvider[] providers = new DefaultSerializerProvider[0];
     /** Per class in this frame: its root serializer and type. */
     private final Map<Class<?>, Root> roots = new java.util.HashMap<>(4);
     private int start;
@@ -101,6 +107,10 @@ final class JacksonEvents {
         return false;
       }
       JacksonSerializer serializer = (JacksonSerializer) encoding.serializer();
+      ObjectMapper mapper = serializer.objectMapper();
+      if (event instanceof java.io.Closeable && mapper.isEnabled(SerializationFeature.CLOSE_CLOSEABLE)) {
+        return false;   // toBinary closes it after writing
+      }
       try {
         Root root = roots.get(type);
         if (root == null) {
@@ -110,9 +120,17 @@ final class JacksonEvents {
         JsonGenerator generator = generators[root.binding()];
         boolean first = generator.getOutputContext().getEntryCount() == 0;
         start = out.size();
-        providers[root.binding()].serializeValue(generator, event, root.type(), root.serializer());
+        ((DefaultSerializerProvider) mapper.getSerializerProviderInstance())
+            .serializeValue(generator, event, root.type(), root.serializer());
         generator.flush();
         length = out.size() - start;
+        if (!generator.getOutputContext().inRoot()) {
+          // Left inside an open structure: the next value would land in it. This one goes through
+          // toBinary, and so does its class from now on; the generator is replaced.
+          checks.put(type, Check.FALLBACK);
+          generators[root.binding()] = newGenerator(mapper);
+          return false;
+        }
         Compression c = compression(serializer);
         if (!c.off() && length > c.largerThan()) {
           compressed = serializer.compress(Arrays.copyOfRange(out.array(), start, start + length));
@@ -155,19 +173,22 @@ final class JacksonEvents {
         binding = bindings.length;
         bindings = Arrays.copyOf(bindings, binding + 1);
         generators = Arrays.copyOf(generators, binding + 1);
-        providers = Arrays.copyOf(providers, binding + 1);
         bindings[binding] = serializer;
-        JsonGenerator generator = mapper.createGenerator(out.stream());
-        try {
-          generator.setRootValueSeparator(null);   // JSON writes a space between root values by default
-        } catch (UnsupportedOperationException binaryFormat) {
-          // CBOR has no separator to turn off
-        }
-        generators[binding] = generator;
-        providers[binding] = (DefaultSerializerProvider) mapper.getSerializerProviderInstance();
+        generators[binding] = newGenerator(mapper);
       }
       JavaType javaType = mapper.constructType(type);
-      return new Root(binding, javaType, providers[binding].findTypedValueSerializer(javaType, true, null));
+      return new Root(binding, javaType, mapper.getSerializerProviderInstance()
+          .findTypedValueSerializer(javaType, true, null));
+    }
+
+    private JsonGenerator newGenerator(ObjectMapper mapper) throws IOException {
+      JsonGenerator generator = mapper.createGenerator(out.stream());
+      try {
+        generator.setRootValueSeparator(null);   // JSON writes a space between root values by default
+      } catch (UnsupportedOperationException binaryFormat) {
+        // CBOR has no separator to turn off
+      }
+      return generator;
     }
 
     int start() {
