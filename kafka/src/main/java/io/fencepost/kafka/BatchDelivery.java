@@ -71,13 +71,15 @@ final class BatchDelivery<V> {
   private final Backoff resend;
   private final Backoff handlerRetry;
   private final StreamControl control;
+  private final NodeTotals totals;
   /** Sends of one batch left unanswered within ask-timeout before the partition is started afresh. */
   private static final int UNANSWERED_BEFORE_RESTART = 3;
 
   BatchDelivery(ActorSystem<?> system, PipelineSettings settings, PartitionHost host,
       RecordDecoder<V> decoder, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
-      Executor blocking, StreamControl control) {
+      Executor blocking, StreamControl control, NodeTotals totals) {
     this.system = system;
+    this.totals = totals;
     this.settings = settings;
     this.host = host;
     this.decoder = decoder;
@@ -193,6 +195,7 @@ final class BatchDelivery<V> {
         work.unanswered = 0;
       }
       if (outcome instanceof BatchOutcome.Applied applied) {
+        totals.record(applied);
         relays.afterApplied(work.id, applied);
         return CompletableFuture.completedFuture(OptionalLong.of(work.last + 1));
       }

@@ -77,6 +77,7 @@ final class RunningPipeline<V> implements Pipeline {
   private volatile Cancellable watchdog;
   private volatile Cancellable progress;
   private final ProgressLine progressLine = new ProgressLine();
+  private final NodeTotals totals = new NodeTotals();
   /** Log-end reads that failed in a row (logged at the first and every 20th). */
   private final java.util.concurrent.atomic.AtomicInteger endsUnknown = new java.util.concurrent.atomic.AtomicInteger();
   private final StallRestarts stallRestarts;
@@ -122,7 +123,7 @@ final class RunningPipeline<V> implements Pipeline {
       }
     };
     BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, decoder, deadLetters, relays,
-        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control);
+        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control, totals);
     this.ownership = new PartitionOwnership(system, settings, host, targets, delivery, relays);
     this.journal = new JournalLiveness(system, settings);
     this.stallRestarts = new StallRestarts(settings.stallTimeout());
@@ -170,7 +171,7 @@ final class RunningPipeline<V> implements Pipeline {
     return p;
   }
 
-  /** One INFO line every {@code progress-interval}: applied, dropped, dead-lettered, lag. */
+  /** One INFO line every {@code progress-interval}: this node's totals, its partitions' lag. */
   private void startProgressLine() {
     Duration every = settings.progressInterval();
     if (every.isZero()) {
@@ -187,7 +188,7 @@ final class RunningPipeline<V> implements Pipeline {
         if (e != null) {
           log.debug("[{}] progress line skipped: {}", settings.name(), e.toString());
         } else if (stopped == null) {
-          log.info(progressLine.render(settings.name(), views));
+          log.info(progressLine.render(settings.name(), totals.counts(), views));
         }
       });
     }, system.executionContext());

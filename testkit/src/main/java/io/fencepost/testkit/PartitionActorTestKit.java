@@ -207,6 +207,28 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
   }
 
   /**
+   * Sends raw record values as one batch through {@code deserializer}, as the pipeline reads them: a
+   * value the deserializer refuses (it throws, e.g. a {@code SerializationException}) is
+   * dead-lettered at its offset with that exception's class and message; the others are applied.
+   */
+  public Result sendBytes(org.apache.kafka.common.serialization.Deserializer<V> deserializer, byte[]... values) {
+    List<Inbound<V>> batch = new ArrayList<>();
+    List<DeadLetter> unreadable = new ArrayList<>();
+    for (byte[] value : values) {
+      long offset = nextOffset++;
+      try {
+        V v = deserializer.deserialize(partition.topic(), new org.apache.kafka.common.header.internals.RecordHeaders(),
+            value);
+        batch.add(new Inbound<>(partition, offset, Optional.empty(), v, Map.of(), Instant.now()));
+      } catch (RuntimeException e) {
+        unreadable.add(new DeadLetter(partition, offset, Optional.empty(), e.getClass().getName(),
+            String.valueOf(e.getMessage()), 1, false, java.util.OptionalLong.empty()));
+      }
+    }
+    return apply(batch, unreadable);
+  }
+
+  /**
    * Applies records as one batch, the way the pipeline does: retriable handler failures retried,
    * failed records dead-lettered, parked records dead-lettered as parked. Records must follow the
    * offsets sent so far (a record made with {@link #record} and sent now, or one sent before).
@@ -214,6 +236,10 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
    * @throws AssertionError if the actor rejects the batch for another reason (e.g. it halted)
    */
   public Result apply(List<Inbound<V>> records) {
+    return apply(records, List.of());
+  }
+
+  private Result apply(List<Inbound<V>> records, List<DeadLetter> unreadable) {
     List<Inbound<?>> batch = new ArrayList<>(records);
     for (Inbound<V> r : records) {
       if (!r.partition().equals(partition)) {
@@ -222,7 +248,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
       sent.putIfAbsent(r.offset(), r);
       nextOffset = Math.max(nextOffset, r.offset() + 1);
     }
-    List<DeadLetter> deadLetters = new ArrayList<>();
+    List<DeadLetter> deadLetters = new ArrayList<>(unreadable);
     Map<Long, Integer> attempts = new HashMap<>();
     while (true) {
       TestProbe<BatchOutcome> probe = kit.createTestProbe();

@@ -183,4 +183,24 @@ class PartitionActorTestKitTest {
       assertEquals(List.of("a"), kit.state(), "journaled in memory, recovered from it");
     }
   }
+
+  @Test
+  void rawBytesGoThroughTheDeserializerAndWhatItRefusesIsDeadLettered() {
+    try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new)) {
+      PartitionActorTestKit.Result result = kit.sendBytes(io.fencepost.kafka.serde.JsonDeserializer.of(String.class),
+          "\"a\"".getBytes(java.nio.charset.StandardCharsets.UTF_8),
+          "{not json".getBytes(java.nio.charset.StandardCharsets.UTF_8),
+          "\"b\"".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      assertEquals(2, result.applied());
+      assertEquals(1, result.deadLettered().size());
+      io.fencepost.DeadLetter unreadable = result.deadLettered().get(0);
+      assertEquals(1, unreadable.offset());
+      assertEquals("org.apache.kafka.common.errors.SerializationException", unreadable.errorClass());
+      assertTrue(unreadable.errorMessage().startsWith("not valid JSON for String on topic ["
+          + kit.partition().topic() + "]"), unreadable.errorMessage());
+      assertEquals(List.of("a", "b"), kit.state());
+      assertEquals(List.of(1L), kit.deadLetters().stream().map(d -> d.offset()).toList(), "journaled as a dead letter");
+      assertEquals(3, result.nextOffset());
+    }
+  }
 }

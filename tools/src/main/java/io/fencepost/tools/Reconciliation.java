@@ -135,6 +135,34 @@ public final class Reconciliation {
     return this;
   }
 
+  /**
+   * Thrown by {@link #run} when checking by the journaled keys ({@link #appliedKeysFromJournal}) and no
+   * record of the topic has an input key ({@link #inputKeys}) while the journal holds business keys:
+   * the input keys are not the actors' business keys, and a report would call every record missing.
+   */
+  public static final class NoInputKeysException extends IllegalStateException {
+
+    private final long records;
+    private final long journaledKeys;
+
+    NoInputKeysException(long records, long journaledKeys) {
+      super("none of the topic's " + records + " records has an input key, while the journal holds " + journaledKeys
+          + " business keys: the input keys are not how the pipeline's actors key records");
+      this.records = records;
+      this.journaledKeys = journaledKeys;
+    }
+
+    /** Records read from the topic. */
+    public long records() {
+      return records;
+    }
+
+    /** Business-key digests the journal holds. */
+    public long journaledKeys() {
+      return journaledKeys;
+    }
+  }
+
   /** Counts for one time bucket, or for the total. */
   public record Counts(long records, long expected, long applied, long missing, long doubled,
       long producerDuplicates, long deadLettered) {
@@ -252,6 +280,13 @@ public final class Reconciliation {
     }
     long keyed = readTopic(sha, d, counts, sampleKeys, bucketIndex, bucketStarts, recordsPerBucket, sequences,
         deadPositions, coverage);
+    long records = 0;
+    for (int i = 0; i < bucketStarts.size(); i++) {
+      records += recordsPerBucket[i];
+    }
+    if (journaledKeys && keyed == 0 && records > 0 && droppedAndUnknown[2] > 0) {
+      throw new NoInputKeysException(records, droppedAndUnknown[2]);
+    }
     if (journaledKeys && keyed > 0 && droppedAndUnknown[2] == 0) {
       throw new IllegalStateException("the topic holds " + keyed + " records with a business key, but no journal "
           + "entry of group [" + group + "] holds business-key digests: is the key window off "
@@ -307,10 +342,6 @@ public final class Reconciliation {
       for (int i = 0; i < 6; i++) {
         total[i] += r[i];
       }
-    }
-    long records = 0;
-    for (int i = 0; i < bucketStarts.size(); i++) {
-      records += recordsPerBucket[i];
     }
     return new Report(topic, group, buckets,
         new Counts(records, total[0], total[1], total[2], total[3], total[4], total[5]),

@@ -231,6 +231,23 @@ class ReconciliationIT {
       assertEquals(1, exit, "verify exits 1 when anything is missing or doubled");
       assertEquals(2, Main.run(new String[] {"verify", "--bootstrap", broker.bootstrapServers(), "--topic", topic,
           "--group", group, "--jdbc-url", db.jdbcUrl(), "--business-key", "value"}), "a bad flag exits 2");
+      // A business key no record carries: one line saying so, not a verdict calling every record missing.
+      java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+      java.io.PrintStream stderr = System.err;
+      System.setErr(new java.io.PrintStream(err, true, StandardCharsets.UTF_8));
+      int noKeys;
+      try {
+        noKeys = Main.run(new String[] {"verify", "--bootstrap", broker.bootstrapServers(), "--topic", topic,
+            "--group", group, "--jdbc-url", db.jdbcUrl(), "--jdbc-user", db.user(), "--jdbc-password", db.password(),
+            "--business-key", "header:order-id"});
+      } finally {
+        System.setErr(stderr);
+      }
+      assertEquals(2, noKeys);   // the journal holds k1..k5 and k1 again: 6 keys
+      assertEquals("fencepost verify: none of the 10 records of topic [" + topic + "] has a business key by "
+          + "--business-key header:order-id, while the journal holds 6 business keys: the option does not say how "
+          + "this pipeline's actors key records (header:NAME, record-key, json:/POINTER for a field of a JSON value, "
+          + "class:NAME for anything else); nothing verified", err.toString(StandardCharsets.UTF_8).trim());
     } finally {
       Postgres.shared().dropDatabase(db);
     }

@@ -33,7 +33,7 @@ final class ReadmeExample {
       @Override protected Ledger applyEvent(Ledger ledger, Credited e) { return ledger.credit(e); }
       @Override protected Optional<String> businessKey(Inbound<Payment> in) { return Optional.of(in.value().paymentId()); }
     }
-    // on every node of the Pekko cluster:
+    // on every node (a Pekko Cluster is optional: Kafka's group assignment places the partitions):
     return KafkaPipeline.create(system, LedgerActor::new, new PaymentJson(), PipelineSettings.create(system, "ledger")).start();
     // end-snippet: readme
   }
