@@ -6,11 +6,13 @@ import java.util.Arrays;
  * The business keys a partition has applied recently, bounded by count and by age: the hop-1
  * defence against a producer or an upstream service re-sending a record at a new offset.
  *
- * <p>Keys are kept as 128-bit digests ({@link KeyDigest}) in insertion order, in a ring of
- * parallel {@code long} arrays (high, low, timestamp: 24 bytes a key), indexed by an open-addressing
- * table of {@code int} ring positions kept at most half full (8 bytes a key at full load): about 32
- * bytes of heap per key at capacity and no object per key, so a window of a million keys costs
- * about 32 MiB and no garbage-collector pressure.
+ * <p>Keys are kept as 128-bit digests ({@link KeyDigest}) in insertion order, in a ring (high and
+ * low of a key side by side in one array, their timestamps in another: 24 bytes a key), indexed by
+ * an open-addressing table of {@code int}s kept at most half full (8 bytes a key at full load):
+ * about 32 bytes of heap per key at capacity and no object per key, so a window of a million keys
+ * costs about 32 MiB and no garbage-collector pressure. Each index entry holds the key's ring
+ * position and, in the bits the position leaves free, a tag from the key's hash: a probe that meets
+ * another key usually tells it apart by the tag, without reading the ring (a cache miss).
  *
  * <p>Time is the timestamp of the batch that added a key (journaled with it), not the wall clock,
  * so replaying the journal rebuilds exactly the same window. Not thread-safe: owned by one actor.
@@ -22,16 +24,20 @@ public final class KeyWindow {
   private final int maxKeys;
   private final long maxAgeMillis;
 
-  // ring of keys in insertion order: [head, head + size) modulo capacity
-  private long[] his;
-  private long[] los;
+  // ring of keys in insertion order: [head, head + size) modulo capacity; key i's digest is
+  // keys[2i] (high), keys[2i + 1] (low)
+  private long[] keys;
   private long[] times;
+  private int capacity;
   private int head;
   private int size;
 
-  // open-addressing index of ring positions, -1 for empty; length a power of two >= 2 * ring capacity
+  // open-addressing index, -1 for empty, else (tag << posBits) | ring position; length a power of
+  // two >= 2 * ring capacity
   private int[] slots;
   private int mask;
+  private int posBits;
+  private int posMask;
 
   /**
    * @param maxKeys the most keys remembered; the oldest is forgotten first
@@ -79,12 +85,16 @@ public final class KeyWindow {
     if (size == maxKeys) {
       removeOldest();
     }
-    if (size == his.length) {
-      allocate(Math.min(maxKeys, his.length * 2));
+    if (size == capacity) {
+      allocate(Math.min(maxKeys, capacity * 2));
     }
-    int pos = (head + size) % his.length;
-    his[pos] = hi;
-    los[pos] = lo;
+    append(hi, lo, atMillis);
+  }
+
+  private void append(long hi, long lo, long atMillis) {
+    int pos = (head + size) % capacity;
+    keys[2 * pos] = hi;
+    keys[2 * pos + 1] = lo;
     times[pos] = atMillis;
     size++;
     insertSlot(pos);
@@ -101,8 +111,8 @@ public final class KeyWindow {
   /** Visits keys oldest first. */
   public void forEach(Visitor visitor) {
     for (int i = 0; i < size; i++) {
-      int pos = (head + i) % his.length;
-      visitor.visit(his[pos], los[pos], times[pos]);
+      int pos = (head + i) % capacity;
+      visitor.visit(keys[2 * pos], keys[2 * pos + 1], times[pos]);
     }
   }
 
@@ -117,31 +127,28 @@ public final class KeyWindow {
   private KeyWindow(KeyWindow from) {
     this.maxKeys = from.maxKeys;
     this.maxAgeMillis = from.maxAgeMillis;
-    this.his = from.his.clone();
-    this.los = from.los.clone();
+    this.keys = from.keys.clone();
     this.times = from.times.clone();
+    this.capacity = from.capacity;
     this.head = from.head;
     this.size = from.size;
     this.slots = from.slots.clone();
     this.mask = from.mask;
+    this.posBits = from.posBits;
+    this.posMask = from.posMask;
   }
 
   /** Appends a key known to be newer than all and absent (snapshot restore); ignores bounds until the next add. */
   public void appendUnchecked(long hi, long lo, long atMillis) {
-    if (size == his.length) {
-      allocate(Math.min(Math.max(maxKeys, size + 1), his.length * 2));
+    if (size == capacity) {
+      allocate(Math.min(Math.max(maxKeys, size + 1), capacity * 2));
     }
-    int pos = (head + size) % his.length;
-    his[pos] = hi;
-    los[pos] = lo;
-    times[pos] = atMillis;
-    size++;
-    insertSlot(pos);
+    append(hi, lo, atMillis);
   }
 
   /** Approximate heap bytes used by the arrays. */
   public long heapBytes() {
-    return 3L * 8 * his.length + 4L * slots.length;
+    return 3L * 8 * capacity + 4L * slots.length;
   }
 
   /** Receives one remembered key. */
@@ -153,45 +160,62 @@ public final class KeyWindow {
   private void removeOldest() {
     int pos = head;
     deleteSlot(pos);
-    head = (head + 1) % his.length;
+    head = (head + 1) % capacity;
     size--;
     if (size == 0) {
       head = 0;
     }
   }
 
+  /** The key's 32-bit hash: its index's low bits, its tag's high bits (the digest is uniform already). */
+  private static int hash(long hi, long lo) {
+    long h = hi ^ lo;
+    return (int) (h ^ (h >>> 32));
+  }
+
+  /** The index entry's tag bits for a hash: its top bits, in the bits above the ring position. */
+  private int tag(int hash) {
+    return posBits >= 31 ? 0 : (hash >>> (posBits + 1)) << posBits;
+  }
+
   private int find(long hi, long lo) {
-    int i = index(hi, lo);
+    int hash = hash(hi, lo);
+    int tag = tag(hash);
+    int i = hash & mask;
     while (true) {
-      int pos = slots[i];
-      if (pos < 0) {
+      int slot = slots[i];
+      if (slot < 0) {
         return -1;
       }
-      if (his[pos] == hi && los[pos] == lo) {
-        return i;
+      if ((slot & ~posMask) == tag) {
+        int pos = slot & posMask;
+        if (keys[2 * pos] == hi && keys[2 * pos + 1] == lo) {
+          return i;
+        }
       }
       i = (i + 1) & mask;
     }
   }
 
   private void insertSlot(int pos) {
-    int i = index(his[pos], los[pos]);
+    int hash = hash(keys[2 * pos], keys[2 * pos + 1]);
+    int i = hash & mask;
     while (slots[i] >= 0) {
       i = (i + 1) & mask;
     }
-    slots[i] = pos;
+    slots[i] = tag(hash) | pos;
   }
 
   private void deleteSlot(int pos) {
-    int i = index(his[pos], los[pos]);
-    while (slots[i] != pos) {
+    int i = home(pos);
+    while ((slots[i] & posMask) != pos) {
       i = (i + 1) & mask;
     }
     // backward-shift deletion keeps linear probing correct without tombstones
     int gap = i;
     int j = (i + 1) & mask;
     while (slots[j] >= 0) {
-      int home = index(his[slots[j]], los[slots[j]]);
+      int home = home(slots[j] & posMask);
       boolean movable = gap <= j ? (home <= gap || home > j) : (home <= gap && home > j);
       if (movable) {
         slots[gap] = slots[j];
@@ -202,27 +226,27 @@ public final class KeyWindow {
     slots[gap] = -1;
   }
 
-  private int index(long hi, long lo) {
-    // the digest is uniformly distributed already; fold it
-    long h = hi ^ lo;
-    return (int) (h ^ (h >>> 32)) & mask;
+  /** The index slot the key at ring position {@code pos} hashes to. */
+  private int home(int pos) {
+    return hash(keys[2 * pos], keys[2 * pos + 1]) & mask;
   }
 
-  private void allocate(int capacity) {
-    long[] nh = new long[capacity];
-    long[] nl = new long[capacity];
-    long[] nt = new long[capacity];
+  private void allocate(int newCapacity) {
+    long[] nk = new long[2 * newCapacity];
+    long[] nt = new long[newCapacity];
     for (int i = 0; i < size; i++) {
-      int pos = (head + i) % his.length;
-      nh[i] = his[pos];
-      nl[i] = los[pos];
+      int pos = (head + i) % capacity;
+      nk[2 * i] = keys[2 * pos];
+      nk[2 * i + 1] = keys[2 * pos + 1];
       nt[i] = times[pos];
     }
-    his = nh;
-    los = nl;
+    keys = nk;
     times = nt;
+    capacity = newCapacity;
     head = 0;
-    int tableSize = Integer.highestOneBit(Math.max(2, capacity * 2 - 1)) << 1;
+    posBits = Math.max(1, 32 - Integer.numberOfLeadingZeros(newCapacity - 1));
+    posMask = (1 << posBits) - 1;
+    int tableSize = Integer.highestOneBit(Math.max(2, newCapacity * 2 - 1)) << 1;
     slots = new int[tableSize];
     Arrays.fill(slots, -1);
     mask = tableSize - 1;

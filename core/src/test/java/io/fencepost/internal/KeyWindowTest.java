@@ -96,6 +96,63 @@ class KeyWindowTest {
   }
 
   @Test
+  void keysOfTheSameHashAndTagAreToldApartByTheirWholeDigest() {
+    KeyWindow w = new KeyWindow(4, 1_000);
+    w.add(1, 2, 1);                      // (1, 2) and (2, 1) hash alike: same index slot, same tag
+    assertTrue(w.contains(1, 2));
+    assertFalse(w.contains(2, 1));
+    w.add(2, 1, 2);
+    assertTrue(w.contains(1, 2) && w.contains(2, 1));
+    w.add(3, 0, 3);                      // hi ^ lo = 3 as well
+    w.add(7, 4, 4);
+    w.add(9, 9, 5);                      // evicts (1, 2), the oldest: the others stay findable
+    assertFalse(w.contains(1, 2));
+    assertTrue(w.contains(2, 1) && w.contains(3, 0) && w.contains(7, 4) && w.contains(9, 9));
+  }
+
+  @Test
+  void matchesAReferenceModelWithCollidingHashesAgeAndCountBounds() {
+    // Digests drawn so that many share their hash (hi ^ lo) and tag: the index must compare whole keys,
+    // and deletion must move the right entries; ages expire keys too, and several rings wrap.
+    for (int seed = 0; seed < 5; seed++) {
+      Random random = new Random(seed);
+      int max = 1 + random.nextInt(700);
+      long maxAge = 50 + random.nextInt(5_000);
+      KeyWindow w = new KeyWindow(max, maxAge);
+      java.util.LinkedHashMap<List<Long>, Long> model = new java.util.LinkedHashMap<>();
+      long now = 0;
+      for (int i = 0; i < 40_000; i++) {
+        now += random.nextInt(3);
+        long base = random.nextInt(64);
+        long hi = base * 0x9E3779B97F4A7C15L + random.nextInt(4);
+        long lo = hi ^ random.nextInt(512);   // hi ^ lo takes few values
+        w.add(hi, lo, now);
+        long cutoff = now - maxAge;
+        model.values().removeIf(at -> at < cutoff);
+        List<Long> key = List.of(hi, lo);
+        if (!model.containsKey(key)) {
+          if (model.size() == max) {
+            model.remove(model.keySet().iterator().next());
+          }
+          model.put(key, now);
+        }
+        if (i % 1_999 == 0) {
+          assertEquals(model.size(), w.size(), "size at step " + i + " (seed " + seed + ")");
+          List<List<Long>> inWindow = new ArrayList<>();
+          w.forEach((h, l, at) -> inWindow.add(List.of(h, l)));
+          assertEquals(new ArrayList<>(model.keySet()), inWindow, "order at step " + i + " (seed " + seed + ")");
+          for (int probe = 0; probe < 2_000; probe++) {
+            long ph = random.nextInt(64) * 0x9E3779B97F4A7C15L + random.nextInt(4);
+            long pl = ph ^ random.nextInt(512);
+            assertEquals(model.containsKey(List.of(ph, pl)), w.contains(ph, pl),
+                "key (" + ph + ", " + pl + ") at step " + i + " (seed " + seed + ")");
+          }
+        }
+      }
+    }
+  }
+
+  @Test
   void copyIsIndependent() {
     KeyWindow w = new KeyWindow(10, 1000);
     add(w, "a", 1);
