@@ -349,9 +349,11 @@ final class BatchDelivery<V> {
     }
     // Headers first: a deserializer may change them, the business key must not see that.
     List<Inbound.Header> headers = RecordDecoder.headers(r);
-    Optional<Object> typedKey = decoder.key(r);
+    Optional<String> key = key(r);
+    // Without a key deserializer the typed key is the key's text: decoded once.
+    Optional<Object> typedKey = decoder.decodesKeys() ? decoder.key(r) : key.map(k -> (Object) k);
     V value = decoder.value(r);
-    return new Inbound<>(id, r.offset(), key(r), value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())),
+    return new Inbound<>(id, r.offset(), key, value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())),
         typedKey);
   }
 

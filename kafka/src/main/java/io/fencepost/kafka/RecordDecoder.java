@@ -76,6 +76,11 @@ final class RecordDecoder<V> {
     return value;
   }
 
+  /** Whether keys go through a key deserializer (else a key is its UTF-8 text). */
+  boolean decodesKeys() {
+    return keyDeserializer != null;
+  }
+
   /** The key as the key deserializer makes it (its text without one); empty for a record without key. */
   Optional<Object> key(ConsumerRecord<byte[], byte[]> r) {
     if (r.key() == null) {
