@@ -4,10 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -15,7 +11,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -52,10 +47,6 @@ class JournalFormatIT {
   /** The fixture's partition; its persistence id is in the committed rows. */
   private static final PartitionId PARTITION = new PartitionId("journal-format", "payments", 0);
   private static final String SCOPE = "journal-format";
-  private static final String[] JOURNAL_COLUMNS = {"persistence_id", "sequence_number", "deleted", "writer",
-      "write_timestamp", "adapter_manifest", "event_ser_id", "event_ser_manifest", "event_payload"};
-  private static final String[] SNAPSHOT_COLUMNS = {"persistence_id", "sequence_number", "created",
-      "snapshot_ser_id", "snapshot_ser_manifest", "snapshot_payload"};
 
   private static JournalDatabase postgres;
 
@@ -100,7 +91,7 @@ class JournalFormatIT {
 
   @Test
   void aCommittedVersion1JournalIsRecoveredExactlyAndGoesOn() throws Exception {
-    int rows = load("journal-v1.tsv");
+    int rows = JournalRows.load(postgres, "journal-v1.tsv");
     assertEquals(5, rows, "4 journal rows and 1 snapshot row in the fixture");
     assertEquals(3, JournalCompaction.newestSnapshot(postgres, PARTITION.persistenceId()),
         "recovery starts from the snapshot at 3 and replays the entry at 4");
@@ -215,67 +206,6 @@ class JournalFormatIT {
     } finally {
       kit.shutdownTestKit();
     }
-    StringBuilder out = new StringBuilder();
-    try (Connection c = postgres.connect()) {
-      dump(c, "event_journal", JOURNAL_COLUMNS, out);
-      dump(c, "snapshot", SNAPSHOT_COLUMNS, out);
-    }
-    Files.writeString(Path.of(System.getProperty("fencepost.write-journal-fixture")), out);
-  }
-
-  private static void dump(Connection c, String table, String[] columns, StringBuilder out) throws SQLException {
-    try (PreparedStatement st = c.prepareStatement("SELECT " + String.join(", ", columns) + " FROM " + table
-        + " WHERE persistence_id = ? ORDER BY sequence_number")) {
-      st.setString(1, PARTITION.persistenceId());
-      try (ResultSet rs = st.executeQuery()) {
-        while (rs.next()) {
-          out.append(table);
-          for (String column : columns) {
-            Object value = rs.getObject(column);
-            out.append('\t').append(value instanceof byte[] b ? Base64.getEncoder().encodeToString(b)
-                : value == null ? "\\N" : value.toString());
-          }
-          out.append('\n');
-        }
-      }
-    }
-  }
-
-  /** Inserts the fixture's rows; the number of rows. */
-  private static int load(String resource) throws IOException, SQLException {
-    List<String> lines;
-    try (InputStream in = JournalFormatIT.class.getResourceAsStream("/journal-fixtures/" + resource)) {
-      lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).lines().toList();
-    }
-    int rows = 0;
-    try (Connection c = postgres.connect()) {
-      for (String line : lines) {
-        String[] f = line.split("\t", -1);
-        boolean journal = f[0].equals("event_journal");
-        String[] columns = journal ? JOURNAL_COLUMNS : SNAPSHOT_COLUMNS;
-        try (PreparedStatement st = c.prepareStatement("INSERT INTO " + f[0] + " (" + String.join(", ", columns)
-            + ") VALUES (" + "?, ".repeat(columns.length - 1) + "?)")) {
-          for (int i = 0; i < columns.length; i++) {
-            String v = f[i + 1];
-            String column = columns[i];
-            if (v.equals("\\N")) {
-              st.setObject(i + 1, null);
-            } else if (column.endsWith("payload")) {
-              st.setBytes(i + 1, Base64.getDecoder().decode(v));
-            } else if (column.equals("deleted")) {
-              st.setBoolean(i + 1, Boolean.parseBoolean(v));
-            } else if (column.endsWith("_ser_id")) {
-              st.setInt(i + 1, Integer.parseInt(v));
-            } else if (column.equals("sequence_number") || column.equals("write_timestamp") || column.equals("created")) {
-              st.setLong(i + 1, Long.parseLong(v));
-            } else {
-              st.setString(i + 1, v);
-            }
-          }
-          rows += st.executeUpdate();
-        }
-      }
-    }
-    return rows;
+    JournalRows.dump(postgres, PARTITION.persistenceId(), Path.of(System.getProperty("fencepost.write-journal-fixture")));
   }
 }
