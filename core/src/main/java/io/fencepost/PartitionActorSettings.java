@@ -49,6 +49,11 @@ public final class PartitionActorSettings {
     this.keepSnapshots = requirePositive(CONFIG_PATH + "." + "keep-snapshots", keepSnapshots);
     this.keyWindowEnabled = keyWindowEnabled;
     this.keyWindowMaxKeys = requirePositive(CONFIG_PATH + "." + "key-window.max-keys", keyWindowMaxKeys);
+    if (keyWindowMaxKeys > MAX_WINDOW_KEYS) {
+      // The window's index has two slots a key, in one array: past this it would not fit.
+      throw new SettingsException(CONFIG_PATH + ".key-window.max-keys", keyWindowMaxKeys,
+          "must be <= " + MAX_WINDOW_KEYS + " (2^29; about 16 GiB of heap per partition at that size)");
+    }
     this.keyWindowMaxAge = requirePositive(CONFIG_PATH + "." + "key-window.max-age", keyWindowMaxAge);
     this.keyHeader = Objects.requireNonNull(keyHeader, "keyHeader");
     this.journalPluginId = Objects.requireNonNull(journalPluginId, "journalPluginId");
@@ -135,6 +140,9 @@ public final class PartitionActorSettings {
       return "?";
     }
   }
+
+  /** The largest key window a partition can hold (its index is one array of two slots a key). */
+  private static final int MAX_WINDOW_KEYS = 1 << 29;
 
   private static int requirePositive(String key, int value) {
     if (value <= 0) {

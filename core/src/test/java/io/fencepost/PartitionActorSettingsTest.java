@@ -37,6 +37,7 @@ class PartitionActorSettingsTest {
       "fencepost.partition-actor.snapshot-every = lots        | fencepost.partition-actor.snapshot-every | has the wrong type",
       "fencepost.partition-actor.keep-snapshots = -1          | fencepost.partition-actor.keep-snapshots | must be > 0",
       "fencepost.partition-actor.key-window.max-keys = 0      | fencepost.partition-actor.key-window.max-keys | must be > 0",
+      "fencepost.partition-actor.key-window.max-keys = 600000000 | fencepost.partition-actor.key-window.max-keys | must be <= 536870912",
       "fencepost.partition-actor.key-window.max-age = 0s      | fencepost.partition-actor.key-window.max-age | must be > 0",
       "fencepost.partition-actor.key-window.max-age = soon    | fencepost.partition-actor.key-window.max-age | has the wrong type",
       "fencepost.partition-actor.key-window.enabled = maybe   | fencepost.partition-actor.key-window.enabled | has the wrong type",

@@ -208,7 +208,10 @@ public final class KeyWindow {
 
   private void deleteSlot(int pos) {
     int i = home(pos);
-    while ((slots[i] & posMask) != pos) {
+    while ((slots[i] & posMask) != pos || slots[i] < 0) {
+      if (slots[i] < 0) {   // linear probing never leaves a hole between a key's home and its slot
+        throw new IllegalStateException("key window index lost the key at ring position " + pos);
+      }
       i = (i + 1) & mask;
     }
     // backward-shift deletion keeps linear probing correct without tombstones
