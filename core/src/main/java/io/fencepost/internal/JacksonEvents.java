@@ -88,7 +88,7 @@ final class JacksonEvents {
       this.out = new FrameOutput(sizeHint);
     }
 
-    private record Root(int binding, JavaType type, JsonSerializer<Object> serializer) {
+    private record Root(int binding, JavaType type, JsonSerializer<Object> serializer, Compression compression) {
     }
 
     /**
@@ -131,7 +131,7 @@ final class JacksonEvents {
           generators[root.binding()] = newGenerator(mapper);
           return false;
         }
-        Compression c = compression(serializer);
+        Compression c = root.compression();
         if (!c.off() && length > c.largerThan()) {
           compressed = serializer.compress(Arrays.copyOfRange(out.array(), start, start + length));
         }
@@ -178,7 +178,7 @@ final class JacksonEvents {
       }
       JavaType javaType = mapper.constructType(type);
       return new Root(binding, javaType, mapper.getSerializerProviderInstance()
-          .findTypedValueSerializer(javaType, true, null));
+          .findTypedValueSerializer(javaType, true, null), compression(serializer));
     }
 
     private JsonGenerator newGenerator(ObjectMapper mapper) throws IOException {
