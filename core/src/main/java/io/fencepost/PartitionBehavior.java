@@ -12,6 +12,8 @@ import io.fencepost.internal.CallOutcome;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
 import io.fencepost.internal.SnapshotWriter;
+import io.fencepost.internal.WindowImage;
+import io.fencepost.internal.WindowSegment;
 import io.fencepost.internal.WindowClock;
 import io.fencepost.internal.writepath.AtMostOncePath;
 import io.fencepost.internal.writepath.BatchIntake;
@@ -23,6 +25,7 @@ import io.fencepost.internal.writepath.RecoveryChecks;
 import io.fencepost.internal.writepath.SelfMessages;
 import io.fencepost.internal.writepath.Standing;
 import io.fencepost.internal.writepath.UserHandlers;
+import io.fencepost.internal.writepath.WindowReads;
 import io.fencepost.internal.writepath.WriteVerdicts;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -63,6 +66,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private final PartitionMetrics metrics;
   private final WindowClock clock;
   private final SnapshotWriter snapshots;
+  private final WindowReads windowReads;
   private final Standing standing;
   private final PendingWrite<S> pending = new PendingWrite<>();
   private final BatchIntake<V> intake;
@@ -86,6 +90,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.clock = new WindowClock(settings.wallMillis(), settings.monotonicNanos());
     this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(), partition.persistenceId(),
         partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog());
+    this.windowReads = new WindowReads(partition, settings, snapshots, metrics, ctx.getLog());
     this.standing = new Standing(partition, metrics, ctx.getLog());
     this.intake = new BatchIntake<>(partition, settings, handlers, metrics, ctx.getLog());
     this.calls = new ExternalCalls(ctx.getSystem(), this, ctx.getLog(), partition, settings);
@@ -126,8 +131,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return new SnapshotAdapter<>() {
       @Override
       public Object toJournal(PartitionState<S> state) {
-        // Runs on the actor's thread; the copy is what the snapshot store serializes later.
-        return state.copyForSnapshot();
+        return state.copyForSnapshot();   // unused: Pekko takes no snapshot (see retentionCriteria)
       }
 
       @Override
@@ -152,19 +156,21 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   public CommandHandler<PartitionCommand, BatchEvent, PartitionState<S>> commandHandler() {
     return newCommandHandlerBuilder().forAnyState()
         .onCommand(PartitionCommand.ApplyBatch.class, (state, cmd) ->
-            calls.inFlight() ? Effect().stash() : onApplyBatch(state, cmd))
-        .onCommand(PartitionCommand.GetStatus.class, (state, cmd) -> {
-          cmd.replyTo().tell(status(state));
-          return Effect().none();
-        })
-        .onCommand(PartitionCommand.GetState.class, (state, cmd) -> {
-          cmd.replyTo().tell(state.user());
-          return Effect().none();
-        })
+            calls.inFlight() || state.windowPending() ? Effect().stash() : onApplyBatch(state, cmd))
+        .onCommand(PartitionCommand.GetStatus.class, (state, cmd) -> Effect().none()
+            .thenRun(s -> cmd.replyTo().tell(status(s))))
+        .onCommand(PartitionCommand.GetState.class, (state, cmd) -> Effect().none()
+            .thenRun(s -> cmd.replyTo().tell(s.user())))
         // at-most-once: the effects of records whose offset is durable run before the actor stops.
         .onCommand(PartitionCommand.Stop.class, (state, cmd) -> atMostOnce.stop(state))
         .onCommand(SelfCommand.RunAccepted.class, (state, cmd) ->
-            calls.inFlight() ? Effect().stash() : atMostOnce.runAccepted(state, cmd.records()))
+            calls.inFlight() || state.windowPending() ? Effect().stash() : atMostOnce.runAccepted(state, cmd.records()))
+        .onCommand(SelfCommand.WindowRead.class, (state, r) ->   // the key window's segments were read
+            switch (windowReads.install(state, r.image(), r.segments(), r.failure(), r.startedNanos())) {
+              case STALE -> Effect().none();
+              case UNREADABLE -> Effect().stop();
+              case INSTALLED -> Effect().unstashAll();
+            })
         .onCommand(SelfCommand.FlushEffects.class, (state, cmd) -> atMostOnce.flush(state, cmd.generation()))
         .onCommand(SelfCommand.CallDone.class, this::onCallDone)
         .build();
@@ -230,7 +236,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   private void onRecoveryCompleted(PartitionState<S> state) {
     recordState(state);
-    snapshots.recovered(lastSequenceNumber(ctx));
+    // A window whose segments are still read makes batches wait (stashed) until it is installed.
+    windowReads.recovered(state, lastSequenceNumber(ctx), recovery.takeSnapshotWindow(), this);
     recovery.completed(state, lastSequenceNumber(ctx));
     clock.recovered(state.lastWriteMillis());
     // A call of the incarnation before the restart is abandoned: its batch is resent and asks again.
@@ -244,24 +251,19 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   /** After every write: the gauges, and a snapshot when one is due (stored beside the command path). */
   private void afterWrite(PartitionState<S> state) {
     recordState(state);
-    long sequenceNr = lastSequenceNumber(ctx);
-    if (snapshots.due(sequenceNr)) {
-      snapshots.offer(sequenceNr, state.copyForSnapshot());
-    }
+    snapshots.written(lastSequenceNumber(ctx), state);
   }
 
   /** The gauges that follow the stored state: parked and window keys, the journal's last sequence number. */
   private void recordState(PartitionState<S> state) {
-    metrics.state(state.parkedKeys().size(), state.window() == null ? 0 : state.window().size(),
-        lastSequenceNumber(ctx));
+    metrics.state(state.parkedKeys().size(), state.windowSize(), lastSequenceNumber(ctx));
   }
 
   private PartitionStatus status(PartitionState<S> state) {
     return new PartitionStatus(partition,
         state.nextOffset() == PartitionState.NO_OFFSET ? OptionalLong.empty() : OptionalLong.of(state.nextOffset()),
-        state.appliedRecords(), state.droppedByKey(), intake.droppedRedelivery(),
-        state.window() == null ? 0 : state.window().size(), incarnation, ctx.getSystem().address().toString(),
-        state.deadLettered());
+        state.appliedRecords(), state.droppedByKey(), intake.droppedRedelivery(), state.windowSize(), incarnation,
+        ctx.getSystem().address().toString(), state.deadLettered());
   }
 
   /** The actor stopped, however: at-most-once effects not journaled are logged as lost. */
@@ -282,6 +284,11 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   @Override
   public void stop() {
     ctx.getSelf().tell(new PartitionCommand.Stop());
+  }
+
+  @Override
+  public void windowRead(WindowImage image, CompletionStage<List<WindowSegment>> read, long started) {
+    ctx.pipeToSelf(read, (segments, e) -> new SelfCommand.WindowRead(image, segments, e, started));
   }
 
   @Override

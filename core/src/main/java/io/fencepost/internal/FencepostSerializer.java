@@ -24,6 +24,8 @@ public final class FencepostSerializer extends BinarySerializer {
   static final String BATCH = "B";
   /** A partition's snapshot. */
   static final String STATE = "S";
+  /** A run of a key window's keys that snapshots refer to. */
+  static final String SEGMENT = "W";
 
   private final BatchFrame frame;
 
@@ -44,6 +46,9 @@ public final class FencepostSerializer extends BinarySerializer {
     }
     if (o instanceof PartitionState) {
       return STATE;
+    }
+    if (o instanceof WindowSegment) {
+      return SEGMENT;
     }
     throw cannotSerialize(o);
   }
@@ -73,6 +78,10 @@ public final class FencepostSerializer extends BinarySerializer {
   protected void write(DataOutputStream out, Object o) throws IOException {
     if (o instanceof PartitionState<?> s) {
       writeState(out, s);
+    } else if (o instanceof WindowSegment w) {
+      out.writeLong(w.sequenceNr());
+      out.writeLong(w.fromOrdinal());
+      writeLongs(out, w.triples());
     } else {
       throw cannotSerialize(o);
     }
@@ -80,6 +89,9 @@ public final class FencepostSerializer extends BinarySerializer {
 
   @Override
   protected Object read(DataInputStream in, String manifest) throws IOException {
+    if (SEGMENT.equals(manifest)) {
+      return new WindowSegment(in.readLong(), in.readLong(), readLongs(in));
+    }
     return STATE.equals(manifest) ? readState(in) : null;
   }
 
@@ -149,7 +161,8 @@ public final class FencepostSerializer extends BinarySerializer {
     }
     writeCalls(out, s.callOutcomes().values());
     writeLongs(out, toArray(s.replays().replayableOffsets()));
-    KeyWindow w = s.window();
+    WindowImage w = s.windowImage() != null ? s.windowImage()
+        : s.window() != null ? WindowImage.inline(s.window()) : null;
     if (w == null) {
       out.writeBoolean(false);
       return;
@@ -157,20 +170,17 @@ public final class FencepostSerializer extends BinarySerializer {
     out.writeBoolean(true);
     out.writeInt(w.maxKeys());
     out.writeLong(w.maxAgeMillis());
+    out.writeLong(w.inserted());
     out.writeInt(w.size());
-    IOException[] failure = new IOException[1];
-    w.forEach((hi, lo, at) -> {
-      try {
-        out.writeLong(hi);
-        out.writeLong(lo);
-        out.writeLong(at);
-      } catch (IOException e) {
-        failure[0] = e;
-      }
-    });
-    if (failure[0] != null) {
-      throw failure[0];
+    out.writeInt(w.refs().size());
+    for (WindowImage.SegmentRef r : w.refs()) {
+      out.writeLong(r.sequenceNr());
+      out.writeLong(r.fromOrdinal());
+      out.writeInt(r.count());
+      out.writeLong(r.checksum());
     }
+    out.writeLong(w.tailFrom());
+    writeLongs(out, w.tail());
   }
 
   private PartitionState<Object> readState(DataInputStream in) throws IOException {
@@ -189,20 +199,29 @@ public final class FencepostSerializer extends BinarySerializer {
     }
     List<CallOutcome> calls = readCalls(in);
     long[] replayable = readLongs(in);
-    KeyWindow window = null;
-    if (in.readBoolean()) {
-      int maxKeys = in.readInt();
-      long maxAge = in.readLong();
-      int size = in.readInt();
-      window = new KeyWindow(maxKeys, maxAge);
-      for (int i = 0; i < size; i++) {
-        window.appendUnchecked(in.readLong(), in.readLong(), in.readLong());
-      }
-    }
-    PartitionState<Object> state = new PartitionState<>(user, next, window, incarnation, applied, droppedByKey,
-        batches, lastWrite, deadLettered, parked, calls);
+    WindowImage window = in.readBoolean() ? readWindow(in) : null;
+    PartitionState<Object> state = new PartitionState<>(user, next, null, incarnation, applied, droppedByKey,
+        batches, lastWrite, deadLettered, parked, calls).withWindowImage(window);
     state.replays().restore(java.util.Arrays.stream(replayable).boxed().toList());
     return state;
+  }
+
+  private static WindowImage readWindow(DataInputStream in) throws IOException {
+    int maxKeys = in.readInt();
+    long maxAge = in.readLong();
+    long inserted = in.readLong();
+    int size = in.readInt();
+    int n = in.readInt();
+    List<WindowImage.SegmentRef> refs = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      refs.add(new WindowImage.SegmentRef(in.readLong(), in.readLong(), in.readInt(), in.readLong()));
+    }
+    long tailFrom = in.readLong();
+    try {
+      return new WindowImage(maxKeys, maxAge, inserted, size, refs, tailFrom, readLongs(in), List.of());
+    } catch (IllegalArgumentException e) {
+      throw new IOException("the snapshot's key window does not add up: " + e.getMessage(), e);
+    }
   }
 
   private void writeNested(DataOutputStream out, Object o) throws IOException {

@@ -31,6 +31,8 @@ public final class KeyWindow {
   private int capacity;
   private int head;
   private int size;
+  // keys ever appended: the key at ring offset i (0 = oldest) has ordinal inserted - size + i
+  private long inserted;
 
   // open-addressing index, -1 for empty, else (tag << posBits) | ring position; length a power of
   // two >= 2 * ring capacity
@@ -61,6 +63,30 @@ public final class KeyWindow {
 
   public long maxAgeMillis() {
     return maxAgeMillis;
+  }
+
+  /**
+   * A window whose first key will have ordinal {@code firstOrdinal}: a window rebuilt from a
+   * snapshot keeps numbering its keys where the snapshot's window did.
+   */
+  public static KeyWindow startingAt(int maxKeys, long maxAgeMillis, long firstOrdinal) {
+    KeyWindow w = new KeyWindow(maxKeys, maxAgeMillis);
+    w.inserted = firstOrdinal;
+    return w;
+  }
+
+  /**
+   * How many keys were ever appended (over the partition's history, snapshots included): the
+   * ordinal the next new key gets. The window holds ordinals {@code [firstOrdinal(), inserted())}:
+   * keys only ever leave it oldest first, so it is always a run of consecutive ordinals.
+   */
+  public long inserted() {
+    return inserted;
+  }
+
+  /** The ordinal of the oldest key remembered ({@code inserted()} when empty). */
+  public long firstOrdinal() {
+    return inserted - size;
   }
 
   /** How many keys are remembered now. */
@@ -97,6 +123,7 @@ public final class KeyWindow {
     keys[2 * pos + 1] = lo;
     times[pos] = atMillis;
     size++;
+    inserted++;
     insertSlot(pos);
   }
 
@@ -111,6 +138,14 @@ public final class KeyWindow {
   /** Visits keys oldest first. */
   public void forEach(Visitor visitor) {
     for (int i = 0; i < size; i++) {
+      int pos = (head + i) % capacity;
+      visitor.visit(keys[2 * pos], keys[2 * pos + 1], times[pos]);
+    }
+  }
+
+  /** Visits the keys with ordinals from {@code fromOrdinal} on (at least the oldest's), oldest first. */
+  public void forEachFrom(long fromOrdinal, Visitor visitor) {
+    for (int i = (int) Math.max(0, fromOrdinal - firstOrdinal()); i < size; i++) {
       int pos = (head + i) % capacity;
       visitor.visit(keys[2 * pos], keys[2 * pos + 1], times[pos]);
     }
@@ -132,6 +167,7 @@ public final class KeyWindow {
     this.capacity = from.capacity;
     this.head = from.head;
     this.size = from.size;
+    this.inserted = from.inserted;
     this.slots = from.slots.clone();
     this.mask = from.mask;
     this.posBits = from.posBits;

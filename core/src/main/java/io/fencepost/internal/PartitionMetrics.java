@@ -24,7 +24,8 @@ public final class PartitionMetrics {
 
   /** The causes of {@code fencepost.partition.halts}; each counter exists from the start, at 0. */
   public static final List<String> HALT_CAUSES =
-      List.of("event-handler", "journal-rejected", "journal-gap", "journal-undecodable", "offset-above-log-end");
+      List.of("event-handler", "journal-rejected", "journal-gap", "journal-undecodable", "offset-above-log-end",
+          "window-unreadable");
 
   private final MeterRegistry registry;
   private final Tags tags;
@@ -101,7 +102,7 @@ public final class PartitionMetrics {
   /**
    * A partition halted ({@code PartitionHaltedException}); {@code cause} is one of
    * {@code event-handler}, {@code journal-rejected}, {@code journal-gap}, {@code journal-undecodable},
-   * {@code offset-above-log-end}.
+   * {@code offset-above-log-end}, {@code window-unreadable}.
    */
   public void halted(String cause) {
     halted(registry, tags, cause);

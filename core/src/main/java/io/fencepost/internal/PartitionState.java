@@ -2,7 +2,10 @@ package io.fencepost.internal;
 
 /**
  * A partition actor's state: the user's state plus what fencing needs. The user part is replaced on
- * each event; the key window is mutated in place (snapshots take a copy on the actor's thread).
+ * each event; the key window is mutated in place. A snapshot's copy holds the window as a
+ * {@link WindowImage} instead; recovered from one whose older keys are in segments, the window is
+ * pending until they are read ({@link #pendingWindow}): the keys of the entries replayed meanwhile
+ * wait in order and are added once it is installed ({@link #installWindow}).
  */
 public final class PartitionState<S> {
 
@@ -11,7 +14,10 @@ public final class PartitionState<S> {
 
   private S user;
   private long nextOffset;
-  private final KeyWindow window;
+  private KeyWindow window;
+  // A snapshot's copy: the window as stored. Recovered: the window until its segments are read.
+  private WindowImage windowImage;
+  private PendingKeys pendingKeys;
   private String lastIncarnation;
   private long appliedRecords;
   private long droppedByKey;
@@ -76,7 +82,9 @@ public final class PartitionState<S> {
       forgetFrom(e.nextOffset());
     }
     nextOffset = nextOffsetAfter(nextOffset, e);
-    if (window != null) {
+    if (pendingKeys != null) {
+      pendingKeys.add(e.keyDigests(), e.atMillis());
+    } else if (window != null) {
       long[] d = e.keyDigests();
       for (int i = 0; i < d.length; i += 2) {
         window.add(d[i], d[i + 1], e.atMillis());
@@ -141,9 +149,49 @@ public final class PartitionState<S> {
     return nextOffset;
   }
 
-  /** The window, or null when business-key deduplication is off. */
+  /** The window, or null when business-key deduplication is off (or its segments are being read). */
   public KeyWindow window() {
     return window;
+  }
+
+  /** How many keys the window holds (also while its segments are being read); 0 without one. */
+  public int windowSize() {
+    return window != null ? window.size() : windowImage != null ? windowImage.size() : 0;
+  }
+
+  /** The window as a snapshot stores it: set on a snapshot's copy and on a state read from one. */
+  public WindowImage windowImage() {
+    return windowImage;
+  }
+
+  /** This state, holding {@code image} as its window's stored form (a snapshot's copy, or one read). */
+  public PartitionState<S> withWindowImage(WindowImage image) {
+    this.windowImage = image;
+    return this;
+  }
+
+  /**
+   * The window stored as {@code image} is being read: until {@link #installWindow}, entries applied
+   * keep their keys for it. Only for a state rebuilt from a snapshot, before any event.
+   */
+  public PartitionState<S> pendingWindow(WindowImage image) {
+    this.window = null;
+    this.windowImage = image;
+    this.pendingKeys = new PendingKeys();
+    return this;
+  }
+
+  /** Whether the window's segments are still being read (commands that need the window must wait). */
+  public boolean windowPending() {
+    return pendingKeys != null;
+  }
+
+  /** Installs the window read for a pending one, adding the keys of the entries applied meanwhile. */
+  public void installWindow(KeyWindow read) {
+    pendingKeys.replayInto(read);
+    window = read;
+    windowImage = null;
+    pendingKeys = null;
   }
 
   public String lastIncarnation() {
@@ -186,13 +234,50 @@ public final class PartitionState<S> {
     return replays;
   }
 
-  /** A copy whose window and replay ledger are independent of this one's (for snapshots). */
+  /**
+   * A copy for the snapshot at journal sequence number {@code sequenceNr}, independent of this
+   * state: its window as {@code segments} cut it (the cost grows with the keys added since the last
+   * segment, not with the window).
+   */
+  public PartitionState<S> copyForSnapshot(WindowSegments segments, long sequenceNr) {
+    return copyWithWindow(window == null ? null : segments.image(window, sequenceNr));
+  }
+
+  /** A copy holding the whole window inline. */
   public PartitionState<S> copyForSnapshot() {
-    PartitionState<S> copy = new PartitionState<>(user, nextOffset, window == null ? null : window.copy(),
-        lastIncarnation, appliedRecords, droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys,
-        callOutcomes.values());
+    return copyWithWindow(window == null ? null : WindowImage.inline(window));
+  }
+
+  private PartitionState<S> copyWithWindow(WindowImage image) {
+    if (pendingKeys != null) {
+      throw new IllegalStateException("a snapshot of a window whose segments are still being read");
+    }
+    PartitionState<S> copy = new PartitionState<>(user, nextOffset, null, lastIncarnation, appliedRecords,
+        droppedByKey, batches, lastWriteMillis, deadLettered, parkedKeys, callOutcomes.values());
     copy.replaysFrom(this);
-    return copy;
+    return copy.withWindowImage(image);
+  }
+
+  /** Keys of entries applied while the window is pending, in order, with their entries' times. */
+  private static final class PendingKeys {
+    private final java.util.List<long[]> digests = new java.util.ArrayList<>();
+    private final java.util.List<Long> times = new java.util.ArrayList<>();
+
+    void add(long[] keyDigests, long atMillis) {
+      digests.add(keyDigests);
+      times.add(atMillis);
+    }
+
+    void replayInto(KeyWindow w) {
+      for (int i = 0; i < digests.size(); i++) {
+        long[] d = digests.get(i);
+        long at = times.get(i);
+        for (int k = 0; k < d.length; k += 2) {
+          w.add(d[k], d[k + 1], at);
+        }
+        w.expire(at);
+      }
+    }
   }
 
   /** Takes {@code other}'s replay ledger (a state rebuilt from a snapshot's). Before any event only. */

@@ -28,6 +28,13 @@ import org.slf4j.Logger;
  * After each stored snapshot at sequence number n, the snapshots at or below
  * {@code n - keep * every} are deleted (Pekko's own rule), whichever incarnation stored them.
  *
+ * <p>The key window's older keys are stored as {@link WindowSegment}s under the partition's window
+ * persistence id, each before the first snapshot that refers to it; a snapshot is not stored
+ * unless all its segments are. A segment is deleted once no snapshot that may still be read refers
+ * to it: only after the snapshots older than this incarnation's recovery are deleted (whoever wrote
+ * them, their references are unknown here), then below the lowest segment any kept snapshot refers
+ * to. A snapshot whose segment is gone fails recovery, which runs again from the newest snapshot.
+ *
  * <p>{@link #due} and {@link #offer} run on the actor's thread; the store's answers arrive on other
  * threads and touch only the in-flight flag and the waiting snapshot.
  */
@@ -35,11 +42,17 @@ public final class SnapshotWriter {
 
   private static final Duration STORE_TIMEOUT = Duration.ofSeconds(60);
 
-  private record Snapshot(long sequenceNr, Object state) {
+  private record Snapshot(long sequenceNr, PartitionState<?> state) {
+  }
+
+  // A snapshot this incarnation stored or recovered from, and the lowest segment it refers to.
+  private record Kept(long sequenceNr, long lowestSegment) {
   }
 
   private final ActorRef store;
   private final String persistenceId;
+  private final String windowPersistenceId;
+  private final WindowSegments segments;
   private final String name;
   private final long every;
   private final int keep;
@@ -47,6 +60,9 @@ public final class SnapshotWriter {
   private final AtomicBoolean inFlight = new AtomicBoolean();
   private final AtomicReference<Snapshot> waiting = new AtomicReference<>();
   private long lastTaken;
+  // Guarded by itself: the snapshots whose segments must stay, oldest first.
+  private final java.util.ArrayDeque<Kept> kept = new java.util.ArrayDeque<>();
+  private long recoveredAt;
 
   /**
    * @param pluginId the snapshot plugin ({@code ""}: {@code pekko.persistence.snapshot-store.plugin})
@@ -58,27 +74,48 @@ public final class SnapshotWriter {
     // Persistence.snapshotStoreFor is Pekko's stable internal API for plugin users (@InternalStableApi).
     this.store = Persistence.get(system.classicSystem()).snapshotStoreFor(pluginId, ConfigFactory.empty());
     this.persistenceId = persistenceId;
+    this.windowPersistenceId = WindowSegment.persistenceIdOf(persistenceId);
+    this.segments = new WindowSegments(WindowSegments.SEGMENT_KEYS);
     this.name = name;
     this.every = every;
     this.keep = keep;
     this.log = log;
   }
 
-  /** The incarnation recovered up to {@code sequenceNr}: the next snapshot falls due at the next multiple. */
-  public void recovered(long sequenceNr) {
-    lastTaken = sequenceNr;
+  /** How this incarnation's snapshots cut the key window. */
+  public WindowSegments segments() {
+    return segments;
   }
 
-  /** Whether a write that reached {@code sequenceNr} should hand over a snapshot now. */
-  public boolean due(long sequenceNr) {
-    return sequenceNr / every > lastTaken / every;
+  /** The store this writer writes to (for reading segments back). */
+  public ActorRef store() {
+    return store;
   }
 
-  /** Stores {@code state} (a copy the actor no longer mutates) as the state at {@code sequenceNr}. */
-  public void offer(long sequenceNr, Object state) {
+  /**
+   * The incarnation recovered up to {@code sequenceNr} from a snapshot whose window was
+   * {@code image} (null: none): the next snapshot falls due at the next multiple.
+   */
+  public void recovered(long sequenceNr, WindowImage image) {
     lastTaken = sequenceNr;
-    waiting.set(new Snapshot(sequenceNr, state));
-    sendWaiting();
+    synchronized (kept) {
+      kept.clear();
+      recoveredAt = sequenceNr;
+      kept.add(new Kept(sequenceNr, image == null ? Long.MAX_VALUE : image.lowestSegmentSequenceNr()));
+    }
+  }
+
+  /**
+   * A write reached {@code sequenceNr}, leaving {@code state}: when a snapshot is due, a copy of it is
+   * taken now and stored beside the command path. Not while the window's segments are being read
+   * (the next write takes it).
+   */
+  public void written(long sequenceNr, PartitionState<?> state) {
+    if (sequenceNr / every > lastTaken / every && !state.windowPending()) {
+      lastTaken = sequenceNr;
+      waiting.set(new Snapshot(sequenceNr, state.copyForSnapshot(segments, sequenceNr)));
+      sendWaiting();
+    }
   }
 
   /** Sends the waiting snapshot unless one is in flight (any thread). */
@@ -94,6 +131,39 @@ public final class SnapshotWriter {
   }
 
   private void send(Snapshot snapshot) {
+    WindowImage image = snapshot.state().windowImage();
+    sendSegments(snapshot, image == null ? java.util.List.of() : image.toWrite(), 0);
+  }
+
+  /** Stores the snapshot's unstored segments one after the other, then the snapshot. */
+  private void sendSegments(Snapshot snapshot, java.util.List<WindowSegment> toWrite, int next) {
+    if (next == toWrite.size()) {
+      sendState(snapshot);
+      return;
+    }
+    WindowSegment segment = toWrite.get(next);
+    SnapshotMetadata metadata = new SnapshotMetadata(windowPersistenceId, segment.sequenceNr(),
+        System.currentTimeMillis());
+    Patterns.ask(store, new SnapshotProtocol.SaveSnapshot(metadata, segment), STORE_TIMEOUT)
+        .whenComplete((answer, error) -> {
+          if (answer instanceof SaveSnapshotSuccess) {
+            segments.stored(segment.sequenceNr());
+            sendSegments(snapshot, toWrite, next + 1);
+            return;
+          }
+          try {
+            Throwable cause = answer instanceof SaveSnapshotFailure f ? f.cause() : error;
+            log.warn("[{}] snapshot at sequence number [{}] not stored: its key window segment {} failed (recovery "
+                + "replays more events until the next one succeeds): {}", name, snapshot.sequenceNr(), segment,
+                String.valueOf(cause));
+          } finally {
+            inFlight.set(false);
+            sendWaiting();
+          }
+        });
+  }
+
+  private void sendState(Snapshot snapshot) {
     long started = System.nanoTime();
     long sequenceNr = snapshot.sequenceNr();
     SnapshotMetadata metadata = new SnapshotMetadata(persistenceId, sequenceNr, System.currentTimeMillis());
@@ -103,6 +173,10 @@ public final class SnapshotWriter {
             if (answer instanceof SaveSnapshotSuccess) {
               log.debug("[{}] snapshot at sequence number [{}] stored in {} ms, beside the command path", name,
                   sequenceNr, (System.nanoTime() - started) / 1_000_000);
+              WindowImage image = snapshot.state().windowImage();
+              synchronized (kept) {
+                kept.add(new Kept(sequenceNr, image == null ? Long.MAX_VALUE : image.lowestSegmentSequenceNr()));
+              }
               deleteOlderThan(sequenceNr);
             } else {
               Throwable cause = answer instanceof SaveSnapshotFailure f ? f.cause() : error;
@@ -121,12 +195,31 @@ public final class SnapshotWriter {
     if (upTo <= 0) {
       return;
     }
-    Patterns.ask(store, new SnapshotProtocol.DeleteSnapshots(persistenceId,
+    delete(persistenceId, upTo, "snapshots");
+    long segmentsBelow;
+    synchronized (kept) {
+      if (upTo < recoveredAt) {
+        return;   // snapshots older than this incarnation, which may refer to any segment, are kept
+      }
+      while (!kept.isEmpty() && kept.peekFirst().sequenceNr() <= upTo) {
+        kept.removeFirst();
+      }
+      segmentsBelow = kept.stream().mapToLong(Kept::lowestSegment).min().orElse(Long.MAX_VALUE);
+    }
+    // segments above this snapshot may be being stored for the next one: never deleted here
+    long segmentsUpTo = Math.min(segmentsBelow - 1, sequenceNr);
+    if (segmentsUpTo > 0) {
+      delete(windowPersistenceId, segmentsUpTo, "key window segments");
+    }
+  }
+
+  private void delete(String id, long upTo, String what) {
+    Patterns.ask(store, new SnapshotProtocol.DeleteSnapshots(id,
         SnapshotSelectionCriteria.create(upTo, Long.MAX_VALUE)), STORE_TIMEOUT)
         .whenComplete((answer, error) -> {
           if (!(answer instanceof DeleteSnapshotsSuccess)) {
-            log.debug("[{}] deleting snapshots up to sequence number [{}] failed (they go with the next): {}",
-                name, upTo, error != null ? error : answer);
+            log.debug("[{}] deleting {} up to sequence number [{}] failed (they go with the next): {}",
+                name, what, upTo, error != null ? error : answer);
           }
         });
   }

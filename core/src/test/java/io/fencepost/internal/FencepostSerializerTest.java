@@ -63,8 +63,9 @@ class FencepostSerializerTest {
 
   /**
    * Writes the golden fixtures of format version 1 into the directory named by the system property
-   * ({@code -Dfencepost.write-serializer-fixtures=core/src/test/resources/journal-fixtures}). A
-   * committed fixture is never rewritten: a format change adds version 2 and new fixtures beside.
+   * ({@code -Dfencepost.write-serializer-fixtures=core/src/test/resources/journal-fixtures}). Once a
+   * version of Fencepost is released, a committed fixture is never rewritten: a format change adds
+   * version 2 and new fixtures beside.
    */
   @Test
   @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "fencepost.write-serializer-fixtures", matches = ".+")
@@ -74,6 +75,8 @@ class FencepostSerializerTest {
     java.nio.file.Files.write(dir.resolve("batch-v1.bin"), s.findSerializerFor(sampleBatchWithReplays())
         .toBinary(sampleBatchWithReplays()));
     java.nio.file.Files.write(dir.resolve("state-v1.bin"), s.findSerializerFor(sampleState()).toBinary(sampleState()));
+    java.nio.file.Files.write(dir.resolve("segment-v1.bin"), s.findSerializerFor(sampleSegment())
+        .toBinary(sampleSegment()));
   }
 
   private static byte[] fixtureBytes(String name) throws java.io.IOException {
@@ -107,6 +110,30 @@ class FencepostSerializerTest {
         state));
     assertArrayEquals(fixtureBytes("state-v1.bin"),
         SerializationExtension.get(kit.system()).findSerializerFor(state).toBinary(state));
+  }
+
+  @Test
+  void theVersion1WindowSegmentIsReadAndWrittenByteForByteAsTheCommittedFixture() throws Exception {
+    WindowSegment back = (WindowSegment) fixture("segment-v1.bin", "W");
+    assertEquals(sampleSegment(), back);
+    assertEquals(sampleSegment().ref(), back.ref());
+    assertEquals(sampleState().windowImage().refs(), List.of(back.ref()));
+    assertArrayEquals(fixtureBytes("segment-v1.bin"),
+        SerializationExtension.get(kit.system()).findSerializerFor(back).toBinary(back));
+  }
+
+  @Test
+  void aSnapshotWhoseWindowDoesNotAddUpIsRefusedAsCorrupt() throws Exception {
+    byte[] bytes = fixtureBytes("state-v1.bin");
+    // from the end: 20 inline keys and their count, the tail's first ordinal, one segment reference,
+    // the reference count, then the window's size: made one key more than its parts hold
+    int sizeAt = bytes.length - (3 * 20 * 8 + 4) - 8 - (8 + 8 + 4 + 8) - 4 - 4;
+    assertEquals(50, java.nio.ByteBuffer.wrap(bytes, sizeAt, 4).getInt());
+    java.nio.ByteBuffer.wrap(bytes, sizeAt, 4).putInt(51);
+    Throwable e = org.junit.jupiter.api.Assertions.assertThrows(java.io.UncheckedIOException.class,
+        () -> SerializationExtension.get(kit.system()).deserialize(bytes, FencepostSerializer.IDENTIFIER, "S").get());
+    assertTrue(String.valueOf(e.getCause().getMessage()).contains("the snapshot's key window does not add up"),
+        String.valueOf(e.getCause()));
   }
 
   @Test
@@ -405,16 +432,33 @@ class FencepostSerializerTest {
     assertArrayEquals(e.replayed(), back.replayed());
   }
 
-  /** The state the committed fixture state-v1.bin holds: a window of 50 keys, two replayable dead letters. */
-  private static PartitionState<Credited> sampleState() {
+  /** The window of the fixtures: 50 keys, the first 30 of them in a segment cut at sequence number 5. */
+  private static KeyWindow sampleWindow(int keys) {
     KeyWindow w = new KeyWindow(100, 10_000);
-    for (int i = 0; i < 50; i++) {
+    for (int i = 0; i < keys; i++) {
       w.add(i, -i, 1000 + i);
     }
-    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, w, "inc", 40, 3, 9, 1049, 6,
+    return w;
+  }
+
+  /** The segment the committed fixture segment-v1.bin holds: the window's first 30 keys. */
+  private static WindowSegment sampleSegment() {
+    return new WindowSegment(5, 0, WindowImage.triplesFrom(sampleWindow(30), 0));
+  }
+
+  /**
+   * The state the committed fixture state-v1.bin holds: a window of 50 keys (30 in the segment at
+   * sequence number 5, 20 inline), two replayable dead letters.
+   */
+  private static PartitionState<Credited> sampleState() {
+    WindowSegments segments = new WindowSegments(30);
+    segments.image(sampleWindow(30), 5);
+    segments.stored(5);
+    WindowImage image = segments.image(sampleWindow(50), 9);
+    PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, null, "inc", 40, 3, 9, 1049, 6,
         java.util.Map.of("k9", 12L), List.of(new CallOutcome(80, "pay-3", "ok")));
     state.replays().restore(List.of(50L, 61L));
-    return state;
+    return state.withWindowImage(image);
   }
 
   @Test
@@ -424,7 +468,6 @@ class FencepostSerializerTest {
   }
 
   private static void assertSameState(PartitionState<Credited> state, PartitionState<Credited> back) {
-    KeyWindow w = state.window();
     assertEquals(state.user(), back.user());
     assertEquals(77, back.nextOffset());
     assertEquals("inc", back.lastIncarnation());
@@ -435,14 +478,18 @@ class FencepostSerializerTest {
     assertEquals(1049, back.lastWriteMillis());
     assertEquals(java.util.Map.of("k9", 12L), back.parkedKeys());
     assertEquals(java.util.Map.of("pay-3", new CallOutcome(80, "pay-3", "ok")), back.callOutcomes());
+    assertEquals(state.windowImage(), back.windowImage());
+    assertEquals(List.of(), back.windowImage().toWrite());
+    KeyWindow restored = back.windowImage().restore(List.of(sampleSegment()));
     List<long[]> before = new ArrayList<>();
-    w.forEach((hi, lo, at) -> before.add(new long[] {hi, lo, at}));
+    sampleWindow(50).forEach((hi, lo, at) -> before.add(new long[] {hi, lo, at}));
     List<long[]> after = new ArrayList<>();
-    back.window().forEach((hi, lo, at) -> after.add(new long[] {hi, lo, at}));
+    restored.forEach((hi, lo, at) -> after.add(new long[] {hi, lo, at}));
     assertEquals(before.size(), after.size());
     for (int i = 0; i < before.size(); i++) {
       assertArrayEquals(before.get(i), after.get(i));
     }
-    assertTrue(back.window().contains(49, -49));
+    assertTrue(restored.contains(49, -49));
+    assertEquals(50, restored.inserted());
   }
 }

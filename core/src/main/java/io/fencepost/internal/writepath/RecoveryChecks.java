@@ -7,6 +7,7 @@ import io.fencepost.internal.BatchEvent;
 import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
+import io.fencepost.internal.WindowImage;
 import org.slf4j.Logger;
 
 /**
@@ -32,6 +33,8 @@ public final class RecoveryChecks<V, S, E> {
   // First recovery only, for its log line: when the snapshot arrived (0: none), entries replayed after it.
   private long snapshotReadNanos;
   private long replayedEntries;
+  // The window of the snapshot the current recovery started from, as stored.
+  private WindowImage snapshotWindow;
 
   public RecoveryChecks(PartitionId partition, PartitionActorSettings settings, UserHandlers<V, S, E> handlers,
       Standing standing, PartitionMetrics metrics, Logger log) {
@@ -51,26 +54,52 @@ public final class RecoveryChecks<V, S, E> {
   }
 
   /**
-   * The state a snapshot holds, its key window bounded as the settings are now: with the bounds it
-   * was taken with it is kept as it is (rebuilding a million keys took 55-180 ms), else rebuilt.
+   * The state a snapshot holds, its key window bounded as the settings are now. A window stored all
+   * inline is rebuilt here; one with segments is left pending, to be read once recovery completed
+   * ({@link WindowReads}), and the entries replayed meanwhile keep their keys for it.
    */
   public PartitionState<S> fromSnapshot(PartitionState<S> stored) {
     if (!logged) {
       snapshotReadNanos = System.nanoTime();
     }
-    KeyWindow window = newWindow(settings);
-    KeyWindow restored = stored.window();
-    if (window != null && restored != null) {
-      if (restored.maxKeys() == window.maxKeys() && restored.maxAgeMillis() == window.maxAgeMillis()
-          && restored.size() <= window.maxKeys()) {
-        window = restored;
-      } else {
-        restored.forEach(window::add);
-      }
+    KeyWindow fresh = newWindow(settings);
+    snapshotWindow = stored.windowImage();
+    WindowImage image = fresh == null ? null : stored.windowImage();
+    PartitionState<S> state = new PartitionState<>(stored.user(), stored.nextOffset(),
+        image == null ? fresh : null, stored.lastIncarnation(), stored.appliedRecords(), stored.droppedByKey(),
+        stored.batches(), stored.lastWriteMillis(), stored.deadLettered(), stored.parkedKeys(),
+        stored.callOutcomes().values()).replaysFrom(stored);
+    if (image == null) {
+      return state;
     }
-    return new PartitionState<>(stored.user(), stored.nextOffset(), window, stored.lastIncarnation(),
-        stored.appliedRecords(), stored.droppedByKey(), stored.batches(), stored.lastWriteMillis(),
-        stored.deadLettered(), stored.parkedKeys(), stored.callOutcomes().values()).replaysFrom(stored);
+    if (image.refs().isEmpty()) {
+      state.pendingWindow(image).installWindow(bounded(settings, image.restore(java.util.List.of())));
+      return state;
+    }
+    return state.pendingWindow(image);
+  }
+
+  /**
+   * {@code restored} bounded as the settings are now: with the bounds it was stored with it is kept
+   * as it is (rebuilding a million keys took 55-180 ms), else rebuilt; its keys keep their ordinals.
+   */
+  public static KeyWindow bounded(PartitionActorSettings settings, KeyWindow restored) {
+    if (restored.maxKeys() == settings.keyWindowMaxKeys()
+        && restored.maxAgeMillis() == settings.keyWindowMaxAge().toMillis()
+        && restored.size() <= restored.maxKeys()) {
+      return restored;
+    }
+    KeyWindow window = KeyWindow.startingAt(settings.keyWindowMaxKeys(), settings.keyWindowMaxAge().toMillis(),
+        restored.firstOrdinal());
+    restored.forEach(window::add);
+    return window;
+  }
+
+  /** The window of the snapshot the recovery that completed started from (null: none), once. */
+  public WindowImage takeSnapshotWindow() {
+    WindowImage image = snapshotWindow;
+    snapshotWindow = null;
+    return image;
   }
 
   /** A journal entry of an earlier incarnation, replayed: its events folded into the state with applyEvent. */
@@ -127,6 +156,7 @@ public final class RecoveryChecks<V, S, E> {
    * once a minute per partition, counted as a halt with cause {@code journal-undecodable}).
    */
   public void failed(Throwable failure) {
+    snapshotWindow = null;
     Throwable undecodable = RecoveryFailures.undecodable(failure);
     if (undecodable == null) {
       log.warn("[{}] recovery failed, retrying with backoff: {}", partition.shortName(), failure.toString());

@@ -20,4 +20,8 @@ public interface SelfMessages {
 
   /** The external call {@code callId} for the record at {@code offset} ends with {@code result}. */
   void callDone(CompletionStage<String> result, String callId, long offset, String key);
+
+  /** The key window segments {@code image} refers to are being read (since {@code startedNanos}). */
+  void windowRead(io.fencepost.internal.WindowImage image,
+      CompletionStage<List<io.fencepost.internal.WindowSegment>> read, long startedNanos);
 }

@@ -1,0 +1,64 @@
+package io.fencepost.internal;
+
+/**
+ * A run of a key window's keys stored on its own, once, so that snapshots refer to it instead of
+ * copying it again ({@link WindowImage}): the keys with ordinals {@code [fromOrdinal, fromOrdinal +
+ * count())}, as {hi, lo, atMillis} triples oldest first. Stored in the snapshot store under the
+ * partition's {@link #persistenceIdOf window persistence id} at the journal sequence number of the
+ * write after which it was cut: only the incarnation that committed that journal entry cuts a
+ * segment there, so two different segments never share a row.
+ */
+public record WindowSegment(long sequenceNr, long fromOrdinal, long[] triples) {
+
+  public WindowSegment {
+    if (triples.length % 3 != 0) {
+      throw new IllegalArgumentException("triples must hold {hi, lo, atMillis} per key, had " + triples.length);
+    }
+  }
+
+  /** The persistence id a partition's window segments are stored under in the snapshot store. */
+  public static String persistenceIdOf(String partitionPersistenceId) {
+    return "fencepost-window|" + partitionPersistenceId;
+  }
+
+  public int count() {
+    return triples.length / 3;
+  }
+
+  /** What a snapshot stores to find this segment and tell it is the one it meant. */
+  public WindowImage.SegmentRef ref() {
+    return new WindowImage.SegmentRef(sequenceNr, fromOrdinal, count(), checksum(fromOrdinal, triples));
+  }
+
+  /** A 64-bit check over the range and every key and time (not a defence against tampering). */
+  public static long checksum(long fromOrdinal, long[] triples) {
+    long h = mix(fromOrdinal ^ 0x9E3779B97F4A7C15L) ^ triples.length;
+    for (long v : triples) {
+      h = mix(h ^ v) * 0x9E3779B97F4A7C15L;
+    }
+    return h;
+  }
+
+  private static long mix(long z) {
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+    return z ^ (z >>> 31);
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof WindowSegment s && s.sequenceNr == sequenceNr && s.fromOrdinal == fromOrdinal
+        && java.util.Arrays.equals(s.triples, triples);
+  }
+
+  @Override
+  public int hashCode() {
+    return Long.hashCode(sequenceNr) * 31 + java.util.Arrays.hashCode(triples);
+  }
+
+  @Override
+  public String toString() {
+    return "WindowSegment[sequenceNr=" + sequenceNr + ", ordinals " + fromOrdinal + ".." + (fromOrdinal + count())
+        + ")]";
+  }
+}
