@@ -101,17 +101,20 @@ class WindowSegmentsIT {
     payments(kit, actor, 0, 100_000);   // 100 writes: 10 snapshots, 10,000 keys apart
     SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 100);
 
-    // Three segments (cut once 32,768 keys were not in one yet), each written once; the newest
-    // snapshot holds the rest inline: its size follows the keys since the last segment.
-    TreeMap<Long, Integer> segments = rows(WindowSegment.persistenceIdOf(partition.persistenceId()));
-    assertEquals(List.of(40L, 80L), List.copyOf(segments.keySet()), "segment rows by sequence number");
+    // Segments of exactly 32,768 keys, each written once, cut by the snapshots after the writes 40
+    // (keys 0..32,767), 70 (..65,535) and 100 (..98,303); the newest snapshot holds the 1,696 keys
+    // after them inline: its size follows the keys since the last segment, not the window's 100,000.
+    String windowId = WindowSegment.persistenceIdOf(partition.persistenceId());
+    TreeMap<Long, Integer> segments = rows(windowId);
+    assertEquals(List.of(WindowSegment.rowKey(40, 0), WindowSegment.rowKey(70, 0), WindowSegment.rowKey(100, 0)),
+        List.copyOf(segments.keySet()), "segment rows");
     for (int bytes : segments.values()) {
-      assertTrue(bytes >= 40_000 * 24 && bytes < 40_000 * 24 + 100, "a segment of 40,000 keys: " + bytes);
+      assertTrue(bytes >= 32_768 * 24 && bytes < 32_768 * 24 + 100, "a segment of 32,768 keys: " + bytes);
     }
     int newest = rows(partition.persistenceId()).lastEntry().getValue();
-    assertTrue(newest > 20_000 * 24 && newest < 20_000 * 24 + 1_000, "the newest snapshot holds 20,000 keys inline "
-        + "(the window has 100,000): " + newest + " bytes");
-    assertTrue(WindowSegments.SEGMENT_KEYS <= 40_000);
+    assertTrue(newest > 1_696 * 24 && newest < 1_696 * 24 + 1_000, "the newest snapshot holds 1,696 keys inline: "
+        + newest + " bytes");
+    assertEquals(32_768, WindowSegments.SEGMENT_KEYS);
 
     // A new incarnation (another node): its first batch is stashed until the segments are read, then
     // the re-sent pay-0 (the oldest key, in the first segment) and pay-99999 (inline) are dropped.
@@ -130,10 +133,11 @@ class WindowSegmentsIT {
     payments(kit, actor, 0, 200_000);
     SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 200);
     String windowId = WindowSegment.persistenceIdOf(partition.persistenceId());
-    // Segments cut at 40, 80, 120, 160 and 200, 40,000 keys each. The snapshots kept (keep-snapshots
-    // = 2) are at 190 and 200; the older one's window is keys 140,000..189,999: segment 160 (keys
-    // 120,000..159,999) and inline. Segments 40, 80 and 120 are referred to by no snapshot kept.
-    awaitRows(windowId, List.of(160L, 200L));
+    // Segments of 32,768 keys cut after the writes 40, 70, 100, 140 (keys 98,304..131,071), 170
+    // (131,072..163,839) and 200. The snapshots kept (keep-snapshots = 2) are at 190 and 200; the
+    // older one's window is keys 140,000..189,999: segment 170 and inline. No snapshot kept refers to
+    // the segments before 170.
+    awaitRows(windowId, List.of(WindowSegment.rowKey(170, 0), WindowSegment.rowKey(200, 0)));
   }
 
   @Test
@@ -144,12 +148,14 @@ class WindowSegmentsIT {
     SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 50);
     kit.stop(actor);
     String windowId = WindowSegment.persistenceIdOf(partition.persistenceId());
-    assertEquals(List.of(40L), List.copyOf(rows(windowId).keySet()));
+    long row = WindowSegment.rowKey(40, 0);   // keys 0..32,767; the other 17,232 are inline
+    assertEquals(List.of(row), List.copyOf(rows(windowId).keySet()));
     byte[] saved;
     try (Connection c = postgres.connect();
          PreparedStatement select = c.prepareStatement(
-             "SELECT snapshot_payload FROM snapshot WHERE persistence_id = ? AND sequence_number = 40")) {
+             "SELECT snapshot_payload FROM snapshot WHERE persistence_id = ? AND sequence_number = ?")) {
       select.setString(1, windowId);
+      select.setLong(2, row);
       ResultSet rs = select.executeQuery();
       assertTrue(rs.next());
       saved = rs.getBytes(1);
@@ -159,7 +165,7 @@ class WindowSegmentsIT {
       }
     }
 
-    // Without its segment the window would miss pay-0..pay-39999: the incarnation stops instead
+    // Without its segment the window would miss pay-0..pay-32767: the incarnation stops instead
     // of applying pay-0 again; three in a row count as a halt.
     ActorTestKit other = node();
     for (int attempt = 1; attempt <= 3; attempt++) {
@@ -175,10 +181,11 @@ class WindowSegmentsIT {
     // The row is back: the next incarnation reads it and drops the re-sent pay-0.
     try (Connection c = postgres.connect();
          PreparedStatement insert = c.prepareStatement("INSERT INTO snapshot (persistence_id, sequence_number, "
-             + "created, snapshot_ser_id, snapshot_ser_manifest, snapshot_payload) VALUES (?, 40, 0, ?, 'W', ?)")) {
+             + "created, snapshot_ser_id, snapshot_ser_manifest, snapshot_payload) VALUES (?, ?, 0, ?, 'W', ?)")) {
       insert.setString(1, windowId);
-      insert.setInt(2, io.fencepost.internal.FencepostSerializer.IDENTIFIER);
-      insert.setBytes(3, saved);
+      insert.setLong(2, row);
+      insert.setInt(3, io.fencepost.internal.FencepostSerializer.IDENTIFIER);
+      insert.setBytes(4, saved);
       assertEquals(1, insert.executeUpdate());
     }
     ActorRef<PartitionCommand> healed = spawn(other, 1_000_000);

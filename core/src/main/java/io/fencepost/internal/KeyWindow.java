@@ -143,9 +143,10 @@ public final class KeyWindow {
     }
   }
 
-  /** Visits the keys with ordinals from {@code fromOrdinal} on (at least the oldest's), oldest first. */
-  public void forEachFrom(long fromOrdinal, Visitor visitor) {
-    for (int i = (int) Math.max(0, fromOrdinal - firstOrdinal()); i < size; i++) {
+  /** Visits the keys with ordinals in {@code [fromOrdinal, toOrdinal)}, oldest first. */
+  public void forEachBetween(long fromOrdinal, long toOrdinal, Visitor visitor) {
+    int end = (int) Math.max(0, Math.min(size, toOrdinal - firstOrdinal()));
+    for (int i = (int) Math.max(0, fromOrdinal - firstOrdinal()); i < end; i++) {
       int pos = (head + i) % capacity;
       visitor.visit(keys[2 * pos], keys[2 * pos + 1], times[pos]);
     }

@@ -45,7 +45,7 @@ public final class SnapshotWriter {
   private record Snapshot(long sequenceNr, PartitionState<?> state) {
   }
 
-  // A snapshot this incarnation stored or recovered from, and the lowest segment it refers to.
+  // A snapshot this incarnation stored or recovered from, and the lowest segment row it refers to.
   private record Kept(long sequenceNr, long lowestSegment) {
   }
 
@@ -206,8 +206,8 @@ public final class SnapshotWriter {
       }
       segmentsBelow = kept.stream().mapToLong(Kept::lowestSegment).min().orElse(Long.MAX_VALUE);
     }
-    // segments above this snapshot may be being stored for the next one: never deleted here
-    long segmentsUpTo = Math.min(segmentsBelow - 1, sequenceNr);
+    // segments cut after a later write may be being stored for the next snapshot: never deleted here
+    long segmentsUpTo = Math.min(segmentsBelow - 1, WindowSegment.rowKey(sequenceNr, WindowSegment.PER_WRITE - 1));
     if (segmentsUpTo > 0) {
       delete(windowPersistenceId, segmentsUpTo, "key window segments");
     }

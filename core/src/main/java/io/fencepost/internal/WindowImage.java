@@ -61,9 +61,15 @@ public record WindowImage(int maxKeys, long maxAgeMillis, long inserted, int siz
 
   /** The keys of {@code w} from ordinal {@code from} on, as {hi, lo, atMillis} triples. */
   static long[] triplesFrom(KeyWindow w, long from) {
-    long[] out = new long[(int) (3 * Math.max(0, w.inserted() - Math.max(from, w.firstOrdinal())))];
+    return triples(w, from, w.inserted());
+  }
+
+  /** The keys of {@code w} with ordinals in {@code [from, to)}, as {hi, lo, atMillis} triples. */
+  static long[] triples(KeyWindow w, long from, long to) {
+    long start = Math.max(from, w.firstOrdinal());
+    long[] out = new long[(int) (3 * Math.max(0, Math.min(to, w.inserted()) - start))];
     int[] i = {0};
-    w.forEachFrom(from, (hi, lo, at) -> {
+    w.forEachBetween(start, to, (hi, lo, at) -> {
       out[i[0]++] = hi;
       out[i[0]++] = lo;
       out[i[0]++] = at;
@@ -75,7 +81,7 @@ public record WindowImage(int maxKeys, long maxAgeMillis, long inserted, int siz
     return inserted - size;
   }
 
-  /** The lowest journal sequence number among the segments referred to; {@code Long.MAX_VALUE} for none. */
+  /** The lowest row ({@link WindowSegment#rowKey}) among the segments referred to; {@code Long.MAX_VALUE} for none. */
   public long lowestSegmentSequenceNr() {
     return refs.stream().mapToLong(SegmentRef::sequenceNr).min().orElse(Long.MAX_VALUE);
   }
@@ -96,7 +102,7 @@ public record WindowImage(int maxKeys, long maxAgeMillis, long inserted, int siz
       SegmentRef ref = refs.get(s);
       WindowSegment segment = segments.get(s);
       if (!segment.ref().equals(ref)) {
-        throw new IllegalStateException("window segment at sequence number " + ref.sequenceNr() + " holds "
+        throw new IllegalStateException("window segment in snapshot-store row " + ref.sequenceNr() + " holds "
             + segment.ref() + ", the snapshot refers to " + ref);
       }
       appendFrom(w, segment.triples(), segment.fromOrdinal(), first);

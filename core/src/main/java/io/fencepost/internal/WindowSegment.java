@@ -4,16 +4,35 @@ package io.fencepost.internal;
  * A run of a key window's keys stored on its own, once, so that snapshots refer to it instead of
  * copying it again ({@link WindowImage}): the keys with ordinals {@code [fromOrdinal, fromOrdinal +
  * count())}, as {hi, lo, atMillis} triples oldest first. Stored in the snapshot store under the
- * partition's {@link #persistenceIdOf window persistence id} at the journal sequence number of the
- * write after which it was cut: only the incarnation that committed that journal entry cuts a
- * segment there, so two different segments never share a row.
+ * partition's {@link #persistenceIdOf window persistence id} at sequence number {@link #rowKey}
+ * of the journal write after which it was cut and its index among the segments cut then: only the
+ * incarnation that committed that journal entry cuts segments there, so two different segments
+ * never share a row.
+ *
+ * @param sequenceNr the segment's row in the snapshot store ({@link #rowKey})
  */
 public record WindowSegment(long sequenceNr, long fromOrdinal, long[] triples) {
+
+  /** Segments one snapshot may cut: more than a window of 2^29 keys in segments of 32,768 needs. */
+  public static final int PER_WRITE = 1 << 16;
 
   public WindowSegment {
     if (triples.length % 3 != 0) {
       throw new IllegalArgumentException("triples must hold {hi, lo, atMillis} per key, had " + triples.length);
     }
+  }
+
+  /** The row of the {@code index}-th segment cut after the journal write {@code journalSequenceNr}. */
+  public static long rowKey(long journalSequenceNr, int index) {
+    if (index < 0 || index >= PER_WRITE) {
+      throw new IllegalArgumentException("segment index " + index + " out of [0, " + PER_WRITE + ")");
+    }
+    return journalSequenceNr * PER_WRITE + index;
+  }
+
+  /** The journal write after which the segment in row {@code rowKey} was cut. */
+  public static long journalSequenceNr(long rowKey) {
+    return rowKey / PER_WRITE;
   }
 
   /** The persistence id a partition's window segments are stored under in the snapshot store. */

@@ -6,11 +6,11 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Cuts one incarnation's key window into {@link WindowSegment}s for its snapshots, so that a
- * snapshot writes only the keys added since the last segment, not the whole window: once the keys
- * not yet in a segment reach {@code segmentKeys}, the next snapshot cuts them into a new segment
- * (stored before the snapshot that refers to it); fewer go inline. A snapshot therefore writes
- * fewer than {@code segmentKeys} keys plus those added since the previous snapshot, whatever the
- * window's size.
+ * snapshot writes only the keys added since the last segment, not the whole window: the keys not
+ * yet in a segment are cut into segments of exactly {@code segmentKeys} keys (stored before the
+ * snapshot that refers to them), the fewer left go inline. A snapshot therefore writes fewer than
+ * {@code segmentKeys} keys plus those added since the previous snapshot, whatever the window's
+ * size, and no stored row holds more than {@code segmentKeys} keys.
  *
  * <p>A segment counts as stored once the snapshot writer says so ({@link #stored}, any thread);
  * until then every later snapshot carries it again to be written (same row, same bytes). Used on
@@ -42,9 +42,9 @@ public final class WindowSegments {
     }
   }
 
-  /** The segments at or below journal sequence number {@code sequenceNr} are stored (any thread). */
-  public void stored(long sequenceNr) {
-    storedUpTo.accumulateAndGet(sequenceNr, Math::max);
+  /** The segments in rows up to {@code rowKey} ({@link WindowSegment#rowKey}) are stored (any thread). */
+  public void stored(long rowKey) {
+    storedUpTo.accumulateAndGet(rowKey, Math::max);
   }
 
   /**
@@ -61,9 +61,11 @@ public final class WindowSegments {
     unstored.removeIf(s -> s.ref().endOrdinal() <= first);
     long cut = !unstored.isEmpty() ? unstored.get(unstored.size() - 1).ref().endOrdinal()
         : !stored.isEmpty() ? stored.get(stored.size() - 1).endOrdinal() : first;
-    if (window.inserted() - cut >= segmentKeys) {
-      unstored.add(new WindowSegment(sequenceNr, cut, WindowImage.triplesFrom(window, cut)));
-      cut = window.inserted();
+    for (int index = 0; window.inserted() - cut >= segmentKeys; index++) {
+      long end = cut + segmentKeys;
+      unstored.add(new WindowSegment(WindowSegment.rowKey(sequenceNr, index), cut,
+          WindowImage.triples(window, cut, end)));
+      cut = end;
     }
     List<WindowImage.SegmentRef> refs = new ArrayList<>(stored);
     for (WindowSegment s : unstored) {

@@ -443,7 +443,7 @@ class FencepostSerializerTest {
 
   /** The segment the committed fixture segment-v1.bin holds: the window's first 30 keys. */
   private static WindowSegment sampleSegment() {
-    return new WindowSegment(5, 0, WindowImage.triplesFrom(sampleWindow(30), 0));
+    return new WindowSegment(WindowSegment.rowKey(5, 0), 0, WindowImage.triplesFrom(sampleWindow(30), 0));
   }
 
   /**
@@ -453,7 +453,7 @@ class FencepostSerializerTest {
   private static PartitionState<Credited> sampleState() {
     WindowSegments segments = new WindowSegments(30);
     segments.image(sampleWindow(30), 5);
-    segments.stored(5);
+    segments.stored(WindowSegment.rowKey(5, 0));
     WindowImage image = segments.image(sampleWindow(50), 9);
     PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, null, "inc", 40, 3, 9, 1049, 6,
         java.util.Map.of("k9", 12L), List.of(new CallOutcome(80, "pay-3", "ok")));

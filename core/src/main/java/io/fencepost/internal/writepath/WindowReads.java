@@ -116,17 +116,17 @@ public final class WindowReads {
 
   private WindowSegment segment(WindowImage.SegmentRef ref, Object answer) {
     if (answer instanceof SnapshotProtocol.LoadSnapshotFailed failed) {
-      throw new IllegalStateException("reading the key window segment at sequence number " + ref.sequenceNr()
+      throw new IllegalStateException("reading the key window segment in snapshot-store row " + ref.sequenceNr()
           + " failed: " + failed.cause(), failed.cause());
     }
     SnapshotProtocol.LoadSnapshotResult result = (SnapshotProtocol.LoadSnapshotResult) answer;
     if (result.snapshot().isEmpty() || result.snapshot().get().metadata().sequenceNr() != ref.sequenceNr()) {
-      throw new IllegalStateException("the key window segment at sequence number " + ref.sequenceNr()
+      throw new IllegalStateException("the key window segment in snapshot-store row " + ref.sequenceNr()
           + " is missing");
     }
     SelectedSnapshot selected = result.snapshot().get();
     if (!(selected.snapshot() instanceof WindowSegment segment)) {
-      throw new IllegalStateException("the key window segment at sequence number " + ref.sequenceNr() + " holds a "
+      throw new IllegalStateException("the key window segment in snapshot-store row " + ref.sequenceNr() + " holds a "
           + selected.snapshot().getClass().getName());
     }
     return segment;
