@@ -164,7 +164,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         // at-most-once: the effects of records whose offset is durable run before the actor stops.
         .onCommand(PartitionCommand.Stop.class, (state, cmd) -> atMostOnce.stop(state))
         .onCommand(SelfCommand.RunAccepted.class, (state, cmd) ->
-            calls.inFlight() || state.windowPending() ? Effect().stash() : atMostOnce.runAccepted(state, cmd.records()))
+            // handlers of records whose offset is durable: they need no window, and must run before a stop
+            calls.inFlight() ? Effect().stash() : atMostOnce.runAccepted(state, cmd.records()))
         .onCommand(SelfCommand.WindowRead.class, (state, r) ->   // the key window's segments were read
             switch (windowReads.install(state, r.image(), r.segments(), r.failure(), r.startedNanos())) {
               case STALE -> Effect().none();

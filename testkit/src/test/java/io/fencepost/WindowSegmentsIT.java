@@ -124,6 +124,15 @@ class WindowSegmentsIT {
         TestLedger.payment(partition, 100_001, "pay-99999"), TestLedger.payment(partition, 100_002, "pay-new")));
     assertEquals(new BatchOutcome.Applied(partition, 100_003, 1, 0, 2, true), resent);
     assertEquals(100_001, status(other, recovered).windowKeys());
+
+    // Its first snapshot (after write 110) refers to no segment of the incarnation before: it cuts
+    // the window into its own rows, so an earlier owner deleting its own never deletes one of these.
+    for (long o = 100_003; o < 100_012; o++) {
+      apply(other, recovered, List.of(TestLedger.payment(partition, o, "pay-" + o)));
+    }
+    SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 110);
+    assertEquals(List.of(WindowSegment.rowKey(110, 0), WindowSegment.rowKey(110, 1), WindowSegment.rowKey(110, 2)),
+        List.copyOf(rows(windowId).tailMap(WindowSegment.rowKey(101, 0)).keySet()));
   }
 
   @Test

@@ -59,6 +59,9 @@ public final class RecoveryBenchmark {
     }
   }
 
+  /** Snapshots taken while the records are written. */
+  static final int SNAPSHOTS = 20;
+
   private RecoveryBenchmark() {
   }
 
@@ -71,8 +74,13 @@ public final class RecoveryBenchmark {
     try {
       for (boolean snapshots : new boolean[] {true, false}) {
         PartitionId id = new PartitionId("bench", snapshots ? "with-snapshot" : "events-only", 0);
-        int snapshotEvery = snapshots ? records / batch : Integer.MAX_VALUE;
+        // Snapshots while the window fills (each 50,000 keys after the one before at the defaults), the
+        // last one at the last write: recovery reads it and no entry after it.
+        int snapshotEvery = snapshots ? Math.max(1, records / batch / SNAPSHOTS) : Integer.MAX_VALUE;
         write(config, db, id, records, batch, snapshotEvery);
+        if (snapshots) {
+          snapshotBytes(db, id, (records + batch - 1) / batch);
+        }
         for (int round = 1; round <= 3; round++) {
           recover(config, id, records, snapshotEvery, round);
         }
@@ -120,6 +128,38 @@ public final class RecoveryBenchmark {
     }
   }
 
+  /** What the snapshot after write {@code sequenceNr} wrote: its row and the segment rows cut then. */
+  private static void snapshotBytes(JournalDatabase db, PartitionId id, long sequenceNr) throws Exception {
+    long main = 0;
+    long segments = 0;
+    int cut = 0;
+    long referenced = 0;
+    try (java.sql.Connection c = db.connect();
+         java.sql.PreparedStatement st = c.prepareStatement("SELECT persistence_id, sequence_number, "
+             + "length(snapshot_payload) FROM snapshot WHERE persistence_id IN (?, ?)")) {
+      st.setString(1, id.persistenceId());
+      st.setString(2, io.fencepost.internal.WindowSegment.persistenceIdOf(id.persistenceId()));
+      java.sql.ResultSet rs = st.executeQuery();
+      while (rs.next()) {
+        long bytes = rs.getLong(3);
+        if (rs.getString(1).equals(id.persistenceId())) {
+          if (rs.getLong(2) == sequenceNr) {
+            main = bytes;
+          }
+        } else {
+          referenced += bytes;
+          if (io.fencepost.internal.WindowSegment.journalSequenceNr(rs.getLong(2)) == sequenceNr) {
+            segments += bytes;
+            cut++;
+          }
+        }
+      }
+    }
+    System.out.printf("[%s] the snapshot at %d wrote %,d bytes: its row %,d + %d new key window segments %,d "
+        + "(segment rows stored: %,d bytes in all)%n", id.topic(), sequenceNr, main + segments, main, cut, segments,
+        referenced);
+  }
+
   private static void awaitSnapshot(JournalDatabase db, PartitionId id, long sequenceNr) throws Exception {
     long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
     while (JournalCompaction.newestSnapshot(db, id.persistenceId()) < sequenceNr) {
@@ -139,13 +179,19 @@ public final class RecoveryBenchmark {
       long start = System.nanoTime();
       ActorRef<PartitionCommand> actor = kit.spawn(PartitionActor.behavior(id, settings(kit, records, snapshotEvery),
           Counter::new));
+      // Ready once it answers a batch (a redelivery of the last record: acknowledged, nothing written),
+      // which waits for the key window's segments to be read.
+      TestProbe<BatchOutcome> ready = kit.createTestProbe();
+      actor.tell(new PartitionCommand.ApplyBatch(List.of(Inbound.of(id, records - 1, "key-" + (records - 1))),
+          ready.ref()));
+      ready.expectMessageClass(BatchOutcome.Applied.class, Duration.ofMinutes(5));
       TestProbe<PartitionStatus> probe = kit.createTestProbe();
       actor.tell(new PartitionCommand.GetStatus(probe.ref()));
       PartitionStatus status = probe.expectMessageClass(PartitionStatus.class, Duration.ofMinutes(5));
       double ms = (System.nanoTime() - start) / 1e6;
       System.gc();
       long after = rt.totalMemory() - rt.freeMemory();
-      System.out.printf("[%s] round %d: recovered next offset %,d with %,d window keys in %.0f ms; heap +%,d bytes "
+      System.out.printf("[%s] round %d: recovered next offset %,d with %,d window keys and answered a batch in %.0f ms; heap +%,d bytes "
           + "(%.1f bytes per key)%n", id.topic(), round, status.nextOffset().orElse(-1), status.windowKeys(), ms,
           after - before, (after - before) / (double) Math.max(1, status.windowKeys()));
     } finally {

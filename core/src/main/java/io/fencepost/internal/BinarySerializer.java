@@ -15,8 +15,9 @@ import org.apache.pekko.serialization.SerializerWithStringManifest;
  * The frame of Fencepost's Pekko serializers: data streams over byte arrays, user objects inside
  * through {@link NestedSerialization}, an unknown manifest reported as written by another version.
  *
- * <p>Every payload starts with its format version, one byte: {@value #FORMAT_VERSION} is the only
- * one there is. A later format adds version 2 and reads both; this one refuses any other, naming it.
+ * <p>Every payload starts with its format version, one byte: {@value #FORMAT_VERSION} unless a
+ * manifest says otherwise ({@link #formatVersion}). A later format of a manifest adds the next
+ * version and reads both once released; this one refuses any other version, naming it.
  */
 public abstract class BinarySerializer extends SerializerWithStringManifest {
 
@@ -43,11 +44,19 @@ public abstract class BinarySerializer extends SerializerWithStringManifest {
     return new IllegalArgumentException(getClass().getSimpleName() + " cannot serialize " + o.getClass().getName());
   }
 
+  /**
+   * The format version the payloads of {@code manifest} are written and read in:
+   * {@value #FORMAT_VERSION} unless a subclass changed a manifest's format.
+   */
+  protected int formatVersion(String manifest) {
+    return FORMAT_VERSION;
+  }
+
   @Override
   public byte[] toBinary(Object o) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      out.writeByte(FORMAT_VERSION);
+      out.writeByte(formatVersion(manifest(o)));
       write(out, o);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -69,10 +78,17 @@ public abstract class BinarySerializer extends SerializerWithStringManifest {
     if (bytes.length == 0) {
       throw new NotSerializableException("empty " + what + " payload, manifest [" + manifest + "]");
     }
-    if (bytes[0] != FORMAT_VERSION) {
+    int version = formatVersion(manifest);
+    if (bytes[0] > version) {
       throw new NotSerializableException(what + " payload of manifest [" + manifest + "] has format version "
-          + (bytes[0] & 0xff) + "; this version of Fencepost reads version " + FORMAT_VERSION + " only: it was "
+          + (bytes[0] & 0xff) + "; this version of Fencepost reads version " + version + " only: it was "
           + "written by a newer Fencepost. Upgrade every node, or roll back the one that wrote it.");
+    }
+    if (bytes[0] != version) {
+      throw new NotSerializableException(what + " payload of manifest [" + manifest + "] has format version "
+          + (bytes[0] & 0xff) + "; this version of Fencepost reads version " + version + " only: it was "
+          + "written by a pre-release snapshot build of Fencepost, whose " + (manifest.equals("S") ? "snapshots" : "rows")
+          + " are not read. See \"Journal formats\" in docs/deployment.md.");
     }
   }
 

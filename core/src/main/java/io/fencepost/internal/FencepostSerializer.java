@@ -22,8 +22,12 @@ public final class FencepostSerializer extends BinarySerializer {
 
   /** A batch's journal entry. */
   static final String BATCH = "B";
-  /** A partition's snapshot. */
+  /**
+   * A partition's snapshot, format version 2: its key window by reference to segments (version 1,
+   * written by pre-release builds, held the whole window and is not read).
+   */
   static final String STATE = "S";
+  static final int STATE_FORMAT = 2;
   /** A run of a key window's keys that snapshots refer to. */
   static final String SEGMENT = "W";
 
@@ -51,6 +55,11 @@ public final class FencepostSerializer extends BinarySerializer {
       return SEGMENT;
     }
     throw cannotSerialize(o);
+  }
+
+  @Override
+  protected int formatVersion(String manifest) {
+    return STATE.equals(manifest) ? STATE_FORMAT : FORMAT_VERSION;
   }
 
   @Override

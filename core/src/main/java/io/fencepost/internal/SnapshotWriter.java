@@ -142,6 +142,18 @@ public final class SnapshotWriter {
       return;
     }
     WindowSegment segment = toWrite.get(next);
+    if (segments.hasFailed(segment.sequenceNr())) {
+      // Taken before that write failed: never written again (the store may be deleting the row).
+      log.debug("[{}] snapshot at sequence number [{}] dropped: its segment {} failed before", name,
+          snapshot.sequenceNr(), segment);
+      inFlight.set(false);
+      sendWaiting();
+      return;
+    }
+    if (segments.isStored(segment.sequenceNr())) {
+      sendSegments(snapshot, toWrite, next + 1);   // stored for an earlier snapshot: never written twice
+      return;
+    }
     SnapshotMetadata metadata = new SnapshotMetadata(windowPersistenceId, segment.sequenceNr(),
         System.currentTimeMillis());
     Patterns.ask(store, new SnapshotProtocol.SaveSnapshot(metadata, segment), STORE_TIMEOUT)
@@ -151,6 +163,7 @@ public final class SnapshotWriter {
             sendSegments(snapshot, toWrite, next + 1);
             return;
           }
+          segments.failed(segment.sequenceNr());
           try {
             Throwable cause = answer instanceof SaveSnapshotFailure f ? f.cause() : error;
             log.warn("[{}] snapshot at sequence number [{}] not stored: its key window segment {} failed (recovery "

@@ -13,7 +13,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * size, and no stored row holds more than {@code segmentKeys} keys.
  *
  * <p>A segment counts as stored once the snapshot writer says so ({@link #stored}, any thread);
- * until then every later snapshot carries it again to be written (same row, same bytes). Used on
+ * until then every later snapshot carries it to be written, unless its write failed
+ * ({@link #failed}): a row whose write failed is never written or referred to again (Pekko's
+ * snapshot store deletes the row of a failed save, maybe after a retry stored it), so the keys are
+ * cut again under a later row.
+ *
+ * <p>After a recovery, an incarnation refers to no segment it did not write: its first snapshot
+ * cuts the whole window into its own rows, above every sequence number an earlier owner could have
+ * written. So an earlier owner still running (fenced, or with other window bounds) that deletes the
+ * segments its own snapshots no longer need never deletes one this incarnation refers to. Used on
  * the actor's thread otherwise.
  */
 public final class WindowSegments {
@@ -25,6 +33,7 @@ public final class WindowSegments {
   private final List<WindowImage.SegmentRef> stored = new ArrayList<>();
   private final List<WindowSegment> unstored = new ArrayList<>();
   private final AtomicLong storedUpTo = new AtomicLong();
+  private final java.util.Set<Long> failedRows = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   public WindowSegments(int segmentKeys) {
     if (segmentKeys < 1) {
@@ -33,13 +42,10 @@ public final class WindowSegments {
     this.segmentKeys = segmentKeys;
   }
 
-  /** Recovery started over from {@code image} (null: no snapshot, or none with a window): its segments are stored. */
-  public void recovered(WindowImage image) {
+  /** Recovery started over: the next snapshot cuts the whole window into segments of this incarnation. */
+  public void recovered() {
     stored.clear();
     unstored.clear();
-    if (image != null) {
-      stored.addAll(image.refs());
-    }
   }
 
   /** The segments in rows up to {@code rowKey} ({@link WindowSegment#rowKey}) are stored (any thread). */
@@ -47,14 +53,33 @@ public final class WindowSegments {
     storedUpTo.accumulateAndGet(rowKey, Math::max);
   }
 
+  /** Whether the segment in {@code rowKey} is stored: no snapshot needs to write it again (any thread). */
+  public boolean isStored(long rowKey) {
+    return rowKey <= storedUpTo.get() && !failedRows.contains(rowKey);
+  }
+
+  /** The write of the segment in {@code rowKey} failed: it is never written again (any thread). */
+  public void failed(long rowKey) {
+    failedRows.add(rowKey);
+  }
+
+  /** Whether the write of the segment in {@code rowKey} failed (any thread). */
+  public boolean hasFailed(long rowKey) {
+    return failedRows.contains(rowKey);
+  }
+
   /**
    * What the snapshot at journal sequence number {@code sequenceNr} stores of {@code window}:
    * segments for its older keys (cutting a new one when due), the rest inline.
    */
   public WindowImage image(KeyWindow window, long sequenceNr) {
-    long upTo = storedUpTo.get();
-    while (!unstored.isEmpty() && unstored.get(0).sequenceNr() <= upTo) {
+    while (!unstored.isEmpty() && isStored(unstored.get(0).sequenceNr())) {
       stored.add(unstored.remove(0).ref());
+    }
+    for (int i = 0; i < unstored.size(); i++) {
+      if (failedRows.contains(unstored.get(i).sequenceNr())) {   // it and the ones after it are cut again
+        unstored.subList(i, unstored.size()).clear();
+      }
     }
     long first = window.firstOrdinal();
     stored.removeIf(r -> r.endOrdinal() <= first);

@@ -74,7 +74,7 @@ class FencepostSerializerTest {
     Serialization s = SerializationExtension.get(kit.system());
     java.nio.file.Files.write(dir.resolve("batch-v1.bin"), s.findSerializerFor(sampleBatchWithReplays())
         .toBinary(sampleBatchWithReplays()));
-    java.nio.file.Files.write(dir.resolve("state-v1.bin"), s.findSerializerFor(sampleState()).toBinary(sampleState()));
+    java.nio.file.Files.write(dir.resolve("state-v2.bin"), s.findSerializerFor(sampleState()).toBinary(sampleState()));
     java.nio.file.Files.write(dir.resolve("segment-v1.bin"), s.findSerializerFor(sampleSegment())
         .toBinary(sampleSegment()));
   }
@@ -101,14 +101,14 @@ class FencepostSerializerTest {
 
   @Test
   @SuppressWarnings("unchecked")
-  void theVersion1SnapshotIsReadAndWrittenByteForByteAsTheCommittedFixture() throws Exception {
-    PartitionState<Credited> back = (PartitionState<Credited>) fixture("state-v1.bin", "S");
+  void theVersion2SnapshotIsReadAndWrittenByteForByteAsTheCommittedFixture() throws Exception {
+    PartitionState<Credited> back = (PartitionState<Credited>) fixture("state-v2.bin", "S");
     assertSameState(sampleState(), back);
     assertEquals(List.of(50L, 61L), List.copyOf(back.replays().replayableOffsets()));
     PartitionState<Credited> state = sampleState();
     assertEquals("S", Serializers.manifestFor(SerializationExtension.get(kit.system()).findSerializerFor(state),
         state));
-    assertArrayEquals(fixtureBytes("state-v1.bin"),
+    assertArrayEquals(fixtureBytes("state-v2.bin"),
         SerializationExtension.get(kit.system()).findSerializerFor(state).toBinary(state));
   }
 
@@ -124,7 +124,7 @@ class FencepostSerializerTest {
 
   @Test
   void aSnapshotWhoseWindowDoesNotAddUpIsRefusedAsCorrupt() throws Exception {
-    byte[] bytes = fixtureBytes("state-v1.bin");
+    byte[] bytes = fixtureBytes("state-v2.bin");
     // from the end: 20 inline keys and their count, the tail's first ordinal, one segment reference,
     // the reference count, then the window's size: made one key more than its parts hold
     int sizeAt = bytes.length - (3 * 20 * 8 + 4) - 8 - (8 + 8 + 4 + 8) - 4 - 4;
@@ -145,15 +145,25 @@ class FencepostSerializerTest {
     assertTrue(oldBuild.getMessage().startsWith("unknown Fencepost journal manifest [B7]: written by another build "
         + "of Fencepost (a newer one, or a pre-release snapshot build, whose journals are not read)"),
         oldBuild.getMessage());
-    for (String manifest : List.of("B", "S")) {
-      byte[] newer = fixtureBytes(manifest.equals("B") ? "batch-v1.bin" : "state-v1.bin");
-      newer[0] = 2;
+    for (String manifest : List.of("B", "S", "W")) {
+      int version = manifest.equals("S") ? 2 : 1;
+      byte[] newer = fixtureBytes(manifest.equals("B") ? "batch-v1.bin" : manifest.equals("S") ? "state-v2.bin"
+          : "segment-v1.bin");
+      newer[0] = (byte) (version + 1);
       Throwable e = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
           () -> s.deserialize(newer, FencepostSerializer.IDENTIFIER, manifest).get());
-      assertEquals("Fencepost journal payload of manifest [" + manifest + "] has format version 2; this version of "
-          + "Fencepost reads version 1 only: it was written by a newer Fencepost. Upgrade every node, or roll back "
-          + "the one that wrote it.", e.getMessage());
+      assertEquals("Fencepost journal payload of manifest [" + manifest + "] has format version " + (version + 1)
+          + "; this version of Fencepost reads version " + version + " only: it was written by a newer Fencepost. "
+          + "Upgrade every node, or roll back the one that wrote it.", e.getMessage());
     }
+    // A snapshot of a pre-release build held the whole window in another layout: refused, never misread.
+    byte[] older = fixtureBytes("state-v2.bin");
+    older[0] = 1;
+    Throwable pre = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+        () -> s.deserialize(older, FencepostSerializer.IDENTIFIER, "S").get());
+    assertEquals("Fencepost journal payload of manifest [S] has format version 1; this version of Fencepost reads "
+        + "version 2 only: it was written by a pre-release snapshot build of Fencepost, whose snapshots are not read. "
+        + "See \"Journal formats\" in docs/deployment.md.", pre.getMessage());
     Throwable empty = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
         () -> s.deserialize(new byte[0], FencepostSerializer.IDENTIFIER, "S").get());
     assertEquals("empty Fencepost journal payload, manifest [S]", empty.getMessage());
@@ -447,7 +457,7 @@ class FencepostSerializerTest {
   }
 
   /**
-   * The state the committed fixture state-v1.bin holds: a window of 50 keys (30 in the segment at
+   * The state the committed fixture state-v2.bin holds: a window of 50 keys (30 in the segment at
    * sequence number 5, 20 inline), two replayable dead letters.
    */
   private static PartitionState<Credited> sampleState() {

@@ -71,13 +71,14 @@ public final class WindowReads {
 
   /**
    * Recovery completed at journal sequence number {@code sequenceNr} with {@code state}, from a
-   * snapshot whose window was {@code recoveredImage} (null: none): the snapshot writer and segments
-   * start from it (its segments are stored), and a pending window's segments are read, the result
-   * sent to {@code self}.
+   * snapshot whose window was {@code recoveredImage} (null: none): the snapshot writer keeps the
+   * segments it refers to until the snapshots older than this recovery are deleted, the next
+   * snapshot cuts the window into this incarnation's own segments, and a pending window's segments
+   * are read, the result sent to {@code self}.
    */
   public void recovered(PartitionState<?> state, long sequenceNr, WindowImage recoveredImage, SelfMessages self) {
     WindowImage image = state.window() == null && !state.windowPending() ? null : recoveredImage;
-    segments.recovered(image);
+    segments.recovered();
     snapshots.recovered(sequenceNr, image);
     if (state.windowPending()) {
       self.windowRead(state.windowImage(), read(state.windowImage()), System.nanoTime());

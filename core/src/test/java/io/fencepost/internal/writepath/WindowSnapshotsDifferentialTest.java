@@ -31,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * recovery from a snapshot holding a full copy of it rebuilds (the format before segments), over
  * seeded random histories: duplicate and re-sent keys, time jumps that expire most of the window,
  * operator resets, bounds changed at a restart, segment writes that fail (so the snapshot is not
- * stored and later ones carry the segment again), and restarts at any point.
+ * stored, the row is gone and later snapshots cut those keys again), and restarts at any point
+ * (after which a snapshot refers only to segments its incarnation cut).
  */
 class WindowSnapshotsDifferentialTest {
 
@@ -75,6 +76,8 @@ class WindowSnapshotsDifferentialTest {
     int keyPool = 1 + random.nextInt(3 * maxKeys);
     int checks = 0;
     boolean boundsChanged = false;
+    long recoveredAt = 0;
+    long lastSnapshot = 0;
     for (int step = 0; step < 400; step++) {
       int op = random.nextInt(100);
       if (op < 70) {   // a batch
@@ -94,10 +97,24 @@ class WindowSnapshotsDifferentialTest {
         live = live.apply(e, "u");
       } else if (op < 88) {   // a snapshot, its segments stored unless a write fails
         long seq = journal.size();
+        if (seq <= Math.max(recoveredAt, lastSnapshot)) {
+          continue;   // snapshots follow this incarnation's writes, one per write at most
+        }
+        lastSnapshot = seq;
         WindowImage image = segments.image(live.window(), seq);
+        for (WindowImage.SegmentRef ref : image.refs()) {   // only segments this incarnation cut
+          assertTrue(WindowSegment.journalSequenceNr(ref.sequenceNr()) > recoveredAt, "seed " + seed + ": " + ref);
+        }
         boolean allStored = true;
         for (WindowSegment s : image.toWrite()) {
+          if (segments.isStored(s.sequenceNr())) {
+            continue;
+          }
+          // a snapshot taken after a write failed cuts those keys again: it never carries that row
+          assertTrue(!segments.hasFailed(s.sequenceNr()), "seed " + seed + ": " + s + " failed before");
           if (random.nextInt(5) == 0) {
+            segments.failed(s.sequenceNr());
+            segmentStore.remove(s.sequenceNr());   // the store deletes the row of a failed save
             allStored = false;
             break;
           }
@@ -127,8 +144,8 @@ class WindowSnapshotsDifferentialTest {
         }
         live = recovered;
         segments = new WindowSegments(segmentKeys);
-        segments.recovered(newest == null ? null : ((PartitionState<?>) fromBytes(newest.getValue().segmented()))
-            .windowImage());
+        segments.recovered();
+        recoveredAt = journal.size();
       }
     }
     assertTrue(checks > 0, "seed " + seed + " never recovered");
