@@ -40,6 +40,7 @@ import org.junit.jupiter.api.Timeout;
 class WindowSegmentsIT {
 
   private static final int BATCH = 1_000;
+  private static final int SEGMENT = WindowSegments.SEGMENT_KEYS;
   private static JournalDatabase postgres;
   private final List<ActorTestKit> kits = new ArrayList<>();
   private final PartitionId partition = new PartitionId("g-window-" + System.nanoTime(), "payments", 0);
@@ -101,20 +102,22 @@ class WindowSegmentsIT {
     payments(kit, actor, 0, 100_000);   // 100 writes: 10 snapshots, 10,000 keys apart
     SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 100);
 
-    // Segments of exactly 32,768 keys, each written once, cut by the snapshots after the writes 40
-    // (keys 0..32,767), 70 (..65,535) and 100 (..98,303); the newest snapshot holds the 1,696 keys
-    // after them inline: its size follows the keys since the last segment, not the window's 100,000.
+    // Segments of exactly SEGMENT_KEYS (8,192) keys, each written once, cut by the snapshots as the
+    // keys came; the newest snapshot holds the keys after the last segment inline (1,696): its size
+    // follows the keys since the last segment, not the window's 100,000.
     String windowId = WindowSegment.persistenceIdOf(partition.persistenceId());
     TreeMap<Long, Integer> segments = rows(windowId);
-    assertEquals(List.of(WindowSegment.rowKey(40, 0), WindowSegment.rowKey(70, 0), WindowSegment.rowKey(100, 0)),
-        List.copyOf(segments.keySet()), "segment rows");
+    TreeMap<Long, long[]> cuts = cuts(100);
+    assertEquals(12, cuts.size());
+    assertEquals(List.copyOf(cuts.keySet()), List.copyOf(segments.keySet()), "segment rows");
     for (int bytes : segments.values()) {
-      assertTrue(bytes >= 32_768 * 24 && bytes < 32_768 * 24 + 100, "a segment of 32,768 keys: " + bytes);
+      assertTrue(bytes >= SEGMENT * 24 && bytes < SEGMENT * 24 + 100, "a segment of " + SEGMENT + " keys: " + bytes);
     }
+    long inline = 100_000 - cuts.lastEntry().getValue()[1];
+    assertEquals(1_696, inline);
     int newest = rows(partition.persistenceId()).lastEntry().getValue();
-    assertTrue(newest > 1_696 * 24 && newest < 1_696 * 24 + 1_000, "the newest snapshot holds 1,696 keys inline: "
-        + newest + " bytes");
-    assertEquals(32_768, WindowSegments.SEGMENT_KEYS);
+    assertTrue(newest > inline * 24 && newest < inline * 24 + 1_000, "the newest snapshot holds " + inline
+        + " keys inline: " + newest + " bytes");
 
     // A new incarnation (another node): its first batch is stashed until the segments are read, then
     // the re-sent pay-0 (the oldest key, in the first segment) and pay-99999 (inline) are dropped.
@@ -131,8 +134,11 @@ class WindowSegmentsIT {
       apply(other, recovered, List.of(TestLedger.payment(partition, o, "pay-" + o)));
     }
     SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 110);
-    assertEquals(List.of(WindowSegment.rowKey(110, 0), WindowSegment.rowKey(110, 1), WindowSegment.rowKey(110, 2)),
-        List.copyOf(rows(windowId).tailMap(WindowSegment.rowKey(101, 0)).keySet()));
+    List<Long> own = new ArrayList<>();
+    for (int i = 0; i < 100_012 / SEGMENT; i++) {
+      own.add(WindowSegment.rowKey(110, i));
+    }
+    assertEquals(own, List.copyOf(rows(windowId).tailMap(WindowSegment.rowKey(101, 0)).keySet()));
   }
 
   @Test
@@ -142,11 +148,12 @@ class WindowSegmentsIT {
     payments(kit, actor, 0, 200_000);
     SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 200);
     String windowId = WindowSegment.persistenceIdOf(partition.persistenceId());
-    // Segments of 32,768 keys cut after the writes 40, 70, 100, 140 (keys 98,304..131,071), 170
-    // (131,072..163,839) and 200. The snapshots kept (keep-snapshots = 2) are at 190 and 200; the
-    // older one's window is keys 140,000..189,999: segment 170 and inline. No snapshot kept refers to
-    // the segments before 170.
-    awaitRows(windowId, List.of(WindowSegment.rowKey(170, 0), WindowSegment.rowKey(200, 0)));
+    // The snapshots kept (keep-snapshots = 2) are at 190 and 200; the older one's window is keys
+    // 140,000..189,999. No snapshot kept refers to the segments that end at or before key 140,000.
+    List<Long> referred = cuts(200).entrySet().stream().filter(e -> e.getValue()[1] > 140_000)
+        .map(java.util.Map.Entry::getKey).toList();
+    assertEquals(7, referred.size());
+    awaitRows(windowId, referred);
   }
 
   @Test
@@ -157,24 +164,24 @@ class WindowSegmentsIT {
     SnapshotRows.awaitNewest(postgres, partition.persistenceId(), 50);
     kit.stop(actor);
     String windowId = WindowSegment.persistenceIdOf(partition.persistenceId());
-    long row = WindowSegment.rowKey(40, 0);   // keys 0..32,767; the other 17,232 are inline
-    assertEquals(List.of(row), List.copyOf(rows(windowId).keySet()));
-    byte[] saved;
+    List<Long> cut = List.copyOf(cuts(50).keySet());   // keys 0..49,151; the other 848 are inline
+    assertEquals(cut, List.copyOf(rows(windowId).keySet()));
+    List<byte[]> saved = new ArrayList<>();
     try (Connection c = postgres.connect();
          PreparedStatement select = c.prepareStatement(
-             "SELECT snapshot_payload FROM snapshot WHERE persistence_id = ? AND sequence_number = ?")) {
+             "SELECT snapshot_payload FROM snapshot WHERE persistence_id = ? ORDER BY sequence_number")) {
       select.setString(1, windowId);
-      select.setLong(2, row);
       ResultSet rs = select.executeQuery();
-      assertTrue(rs.next());
-      saved = rs.getBytes(1);
+      while (rs.next()) {
+        saved.add(rs.getBytes(1));
+      }
       try (PreparedStatement delete = c.prepareStatement("DELETE FROM snapshot WHERE persistence_id = ?")) {
         delete.setString(1, windowId);
-        assertEquals(1, delete.executeUpdate());
+        assertEquals(cut.size(), delete.executeUpdate());
       }
     }
 
-    // Without its segment the window would miss pay-0..pay-32767: the incarnation stops instead
+    // Without its segments the window would miss pay-0..pay-49151: the incarnation stops instead
     // of applying pay-0 again; three in a row count as a halt.
     ActorTestKit other = node();
     for (int attempt = 1; attempt <= 3; attempt++) {
@@ -187,19 +194,37 @@ class WindowSegmentsIT {
     }
     assertEquals(1.0, haltCount(other));
 
-    // The row is back: the next incarnation reads it and drops the re-sent pay-0.
+    // The rows are back: the next incarnation reads them and drops the re-sent pay-0.
     try (Connection c = postgres.connect();
          PreparedStatement insert = c.prepareStatement("INSERT INTO snapshot (persistence_id, sequence_number, "
              + "created, snapshot_ser_id, snapshot_ser_manifest, snapshot_payload) VALUES (?, ?, 0, ?, 'W', ?)")) {
-      insert.setString(1, windowId);
-      insert.setLong(2, row);
-      insert.setInt(3, io.fencepost.internal.FencepostSerializer.IDENTIFIER);
-      insert.setBytes(4, saved);
-      assertEquals(1, insert.executeUpdate());
+      for (int i = 0; i < cut.size(); i++) {
+        insert.setString(1, windowId);
+        insert.setLong(2, cut.get(i));
+        insert.setInt(3, io.fencepost.internal.FencepostSerializer.IDENTIFIER);
+        insert.setBytes(4, saved.get(i));
+        assertEquals(1, insert.executeUpdate());
+      }
     }
     ActorRef<PartitionCommand> healed = spawn(other, 1_000_000);
     assertEquals(new BatchOutcome.Applied(partition, 50_001, 0, 0, 1, true),
         apply(other, healed, List.of(TestLedger.payment(partition, 50_000, "pay-0"))));
+  }
+
+  /**
+   * The segments one incarnation cuts when its snapshots come every 10 writes of {@value #BATCH}
+   * new keys, up to write {@code last}: row to ordinals [from, to).
+   */
+  private static TreeMap<Long, long[]> cuts(long last) {
+    TreeMap<Long, long[]> out = new TreeMap<>();
+    long cut = 0;
+    for (long seq = 10; seq <= last; seq += 10) {
+      for (int i = 0; seq * BATCH - cut >= SEGMENT; i++) {
+        out.put(WindowSegment.rowKey(seq, i), new long[] {cut, cut + SEGMENT});
+        cut += SEGMENT;
+      }
+    }
+    return out;
   }
 
   private static double haltCount(ActorTestKit kit) {

@@ -13,7 +13,7 @@ package io.fencepost.internal;
  */
 public record WindowSegment(long sequenceNr, long fromOrdinal, long[] triples) {
 
-  /** Segments one snapshot may cut: more than a window of 2^29 keys in segments of 32,768 needs. */
+  /** Segments one snapshot may cut: as many as a window of 2^29 keys in segments of 8,192 needs. */
   public static final int PER_WRITE = 1 << 16;
 
   public WindowSegment {
