@@ -30,10 +30,11 @@ import org.slf4j.Logger;
  *
  * <p>The key window's older keys are stored as {@link WindowSegment}s under the partition's window
  * persistence id, each before the first snapshot that refers to it; a snapshot is not stored
- * unless all its segments are. A segment is deleted once no snapshot that may still be read refers
- * to it: only after the snapshots older than this incarnation's recovery are deleted (whoever wrote
- * them, their references are unknown here), then below the lowest segment any kept snapshot refers
- * to. A snapshot whose segment is gone fails recovery, which runs again from the newest snapshot.
+ * unless all its segments are. After this incarnation stored a snapshot, the segments below the
+ * lowest one referred to by the snapshot it recovered from (until the snapshots up to its recovery
+ * are deleted) and by its own kept snapshots are deleted: no snapshot that can be the newest refers
+ * to them (an incarnation refers only to segments it cut, above every earlier owner's writes). A
+ * recovery that meets a segment gone stops, and the next runs from the newest snapshot.
  *
  * <p>{@link #due} and {@link #offer} run on the actor's thread; the store's answers arrive on other
  * threads and touch only the in-flight flag and the waiting snapshot.
@@ -62,7 +63,6 @@ public final class SnapshotWriter {
   private long lastTaken;
   // Guarded by itself: the snapshots whose segments must stay, oldest first.
   private final java.util.ArrayDeque<Kept> kept = new java.util.ArrayDeque<>();
-  private long recoveredAt;
 
   /**
    * @param pluginId the snapshot plugin ({@code ""}: {@code pekko.persistence.snapshot-store.plugin})
@@ -100,7 +100,6 @@ public final class SnapshotWriter {
     lastTaken = sequenceNr;
     synchronized (kept) {
       kept.clear();
-      recoveredAt = sequenceNr;
       kept.add(new Kept(sequenceNr, image == null ? Long.MAX_VALUE : image.lowestSegmentSequenceNr()));
     }
   }
@@ -136,7 +135,11 @@ public final class SnapshotWriter {
   }
 
   /** Stores the snapshot's unstored segments one after the other, then the snapshot. */
-  private void sendSegments(Snapshot snapshot, java.util.List<WindowSegment> toWrite, int next) {
+  private void sendSegments(Snapshot snapshot, java.util.List<WindowSegment> toWrite, int from) {
+    int next = from;
+    while (next < toWrite.size() && segments.isStored(toWrite.get(next).sequenceNr())) {
+      next++;   // stored for an earlier snapshot: never written twice
+    }
     if (next == toWrite.size()) {
       sendState(snapshot);
       return;
@@ -150,28 +153,32 @@ public final class SnapshotWriter {
       sendWaiting();
       return;
     }
-    if (segments.isStored(segment.sequenceNr())) {
-      sendSegments(snapshot, toWrite, next + 1);   // stored for an earlier snapshot: never written twice
-      return;
-    }
+    int after = next + 1;
     SnapshotMetadata metadata = new SnapshotMetadata(windowPersistenceId, segment.sequenceNr(),
         System.currentTimeMillis());
     Patterns.ask(store, new SnapshotProtocol.SaveSnapshot(metadata, segment), STORE_TIMEOUT)
         .whenComplete((answer, error) -> {
-          if (answer instanceof SaveSnapshotSuccess) {
-            segments.stored(segment.sequenceNr());
-            sendSegments(snapshot, toWrite, next + 1);
-            return;
-          }
-          segments.failed(segment.sequenceNr());
+          boolean goesOn = false;
           try {
+            if (answer instanceof SaveSnapshotSuccess) {
+              segments.stored(segment.sequenceNr());
+              goesOn = true;
+              sendSegments(snapshot, toWrite, after);
+              return;
+            }
+            segments.failed(segment.sequenceNr());
             Throwable cause = answer instanceof SaveSnapshotFailure f ? f.cause() : error;
             log.warn("[{}] snapshot at sequence number [{}] not stored: its key window segment {} failed (recovery "
                 + "replays more events until the next one succeeds): {}", name, snapshot.sequenceNr(), segment,
                 String.valueOf(cause));
+          } catch (RuntimeException | Error e) {
+            goesOn = false;   // never left in flight for good: no snapshot would be taken again
+            log.error("[{}] snapshot at sequence number [{}] not stored: {}", name, snapshot.sequenceNr(), e.toString());
           } finally {
-            inFlight.set(false);
-            sendWaiting();
+            if (!goesOn) {
+              inFlight.set(false);
+              sendWaiting();
+            }
           }
         });
   }
@@ -211,9 +218,8 @@ public final class SnapshotWriter {
     delete(persistenceId, upTo, "snapshots");
     long segmentsBelow;
     synchronized (kept) {
-      if (upTo < recoveredAt) {
-        return;   // snapshots older than this incarnation, which may refer to any segment, are kept
-      }
+      // The snapshot recovered from stays first until the snapshots up to this recovery are deleted:
+      // the segments it refers to are kept until then, only older ones go.
       while (!kept.isEmpty() && kept.peekFirst().sequenceNr() <= upTo) {
         kept.removeFirst();
       }
