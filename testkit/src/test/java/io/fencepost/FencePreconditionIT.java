@@ -2,6 +2,7 @@ package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -76,6 +77,14 @@ class FencePreconditionIT {
     String topic = KafkaBroker.uniqueName("fenced-in");
     broker.createTopic(topic, 1);
     ActorSystem<Void> system = KafkaPipelineIT.node("fence", db);
+    java.util.Queue<Object> deadLetters = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    system.eventStream().tell(new org.apache.pekko.actor.typed.eventstream.EventStream.Subscribe<>(
+        org.apache.pekko.actor.DeadLetter.class, system.systemActorOf(
+            org.apache.pekko.actor.typed.javadsl.Behaviors.receive(org.apache.pekko.actor.DeadLetter.class)
+                .onAnyMessage(d -> {
+                  deadLetters.add(d.message());
+                  return org.apache.pekko.actor.typed.javadsl.Behaviors.same();
+                }).build(), "dead-letters", org.apache.pekko.actor.typed.Props.empty())));
     try {
       PipelineSettings settings = PipelineSettings.create(system, "fence").withBootstrapServers(broker.bootstrapServers())
           .withTopics(List.of(topic)).withBatch(100, Duration.ofMillis(20)).withGroupId(KafkaBroker.uniqueName("fence"));
@@ -92,6 +101,9 @@ class FencePreconditionIT {
       Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "fence"),
           new KafkaPipelineIT.PaymentDeserializer(), settings).start();
       pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      // The check's probes are told to stop after one stopped itself: no dead-letter line for that.
+      assertTrue(deadLetters.stream().noneMatch(m -> m.getClass().getName().contains("FenceCheck")),
+          "dead letters: " + deadLetters);
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);

@@ -38,7 +38,8 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
  */
 public final class FenceCheck extends EventSourcedBehavior<FenceCheck.Command, byte[], Long> {
 
-  enum Command {
+  /** A stop may reach a probe that already stopped (after its refused write): not a dead letter to log. */
+  enum Command implements org.apache.pekko.actor.DeadLetterSuppression {
     /** Write one probe event. */
     WRITE,
     STOP
