@@ -153,8 +153,9 @@ public final class KeyWindow {
   }
 
   /**
-   * A deep copy, for snapshots taken while the actor goes on mutating this window: its arrays cloned
-   * as they are (no rehashing), so it costs a memory copy on the actor's thread.
+   * A deep copy: its arrays cloned as they are (no rehashing). Snapshots no longer copy the window
+   * (they refer to {@link WindowSegment}s); the tests use it as the full copy segmented snapshots
+   * are compared with.
    */
   public KeyWindow copy() {
     return new KeyWindow(this);
