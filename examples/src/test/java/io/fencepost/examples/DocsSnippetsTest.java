@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
  * Code in the docs is code that compiles: every {@code ```java} block in README.md and docs/ is
  * either tagged {@code <!-- snippet: <file>#<name> -->}, and then must equal the region between
  * {@code // snippet: <name>} and {@code // end-snippet: <name>} of that source file (which the build
- * compiles, and a test runs), or tagged {@code <!-- fragment -->} (an excerpt that is not compiled).
+ * compiles, and a test runs) and followed by a link to that whole file (imports included), or tagged
+ * {@code <!-- fragment -->} (an excerpt that is not compiled).
  * A block of any language tagged {@code <!-- file: <path> -->} must equal that whole file (the
  * sample service's files, which the build compiles and tests).
  */
@@ -29,7 +30,8 @@ class DocsSnippetsTest {
   private static final String FRAGMENT = "<!-- fragment -->";
   private static final Pattern FILE = Pattern.compile("<!-- file: (\\S+) -->");
 
-  private record Block(Path doc, int line, String tag, String code) {
+  /** A fenced block: its tag (the line before), its code, and the first non-blank line after it. */
+  private record Block(Path doc, int line, String tag, String code, String after) {
   }
 
   @Test
@@ -47,6 +49,25 @@ class DocsSnippetsTest {
       checked++;
     }
     assertTrue(checked >= 7, "tagged snippets found: " + checked);
+  }
+
+  /** A snippet omits its imports and the rest of its class; the line after it links to the whole file. */
+  @Test
+  void everySnippetIsFollowedByALinkToItsWholeFile() throws IOException {
+    List<String> unlinked = new ArrayList<>();
+    for (Block b : javaBlocks()) {
+      Matcher m = SNIPPET.matcher(b.tag());
+      if (m.matches()) {
+        String path = m.group(1);
+        String target = (b.doc().getParent().getFileName().toString().equals("docs") ? "../" : "") + path;
+        String link = "Whole file, with its imports: [" + Path.of(path).getFileName() + "](" + target + ")";
+        if (!b.after().equals(link)) {
+          unlinked.add(b.doc().getFileName() + ":" + b.line() + " needs the line [" + link + "] after it, has ["
+              + b.after() + "]");
+        }
+      }
+    }
+    assertEquals(List.of(), unlinked);
   }
 
   @Test
@@ -103,7 +124,11 @@ class DocsSnippetsTest {
           code.append(lines.get(j)).append('\n');
           j++;
         }
-        out.add(new Block(doc, i + 1, tag, code.toString()));
+        int k = j + 1;
+        while (k < lines.size() && lines.get(k).isBlank()) {
+          k++;
+        }
+        out.add(new Block(doc, i + 1, tag, code.toString(), k < lines.size() ? lines.get(k) : ""));
         i = j;
       }
     }

@@ -119,20 +119,12 @@ final class PaymentProducer {
           duplicates.incrementAndGet();
         }
         onEach.accept(i + 1);
-        if (perSecond > 0) {
-          long due = start + (long) ((i + 1) * 1e9 / perSecond);
-          long wait = due - System.nanoTime();
-          if (wait > 1_000_000) {
-            Thread.sleep(wait / 1_000_000);
-          }
-        }
+        pace(start, i + 1, perSecond);
         if (failure.get() != null) {
           throw new IllegalStateException("producing to " + topic + " failed: " + failure.get(), failure.get());
         }
       }
       producer.flush();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
     return new Summary(count, duplicates.get(), (System.nanoTime() - start) / 1e9);
   }
@@ -149,6 +141,22 @@ final class PaymentProducer {
         sent.incrementAndGet();
       }
     });
+  }
+
+  /** Sleeps until {@code sent} records are due at {@code perSecond} since {@code start} (no wait for 0). */
+  static void pace(long start, long sent, int perSecond) {
+    if (perSecond <= 0) {
+      return;
+    }
+    long wait = start + (long) (sent * 1e9 / perSecond) - System.nanoTime();
+    if (wait > 1_000_000) {
+      try {
+        Thread.sleep(wait / 1_000_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while producing", e);
+      }
+    }
   }
 
   /** Draws a progress bar on one terminal line. */

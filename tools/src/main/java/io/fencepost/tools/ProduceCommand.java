@@ -1,6 +1,11 @@
 package io.fencepost.tools;
 
-/** {@code fencepost produce}: the payments load generator. */
+import java.util.List;
+
+/**
+ * {@code fencepost produce}: the payments load generator, or the lines of a file of your own records
+ * ({@code --values-file}).
+ */
 final class ProduceCommand implements Main.Command {
 
   @Override
@@ -13,9 +18,20 @@ final class ProduceCommand implements Main.Command {
         .value("merchants", "n", null, "100", "number of merchants (record keys)")
         .value("dup-rate", "fraction", null, "0.01", "fraction of payments re-sent at a new offset (0..1)")
         .value("skew", "exponent", null, "0", "merchant skew: 0 uniform, 1.0 Zipf-like (hot merchants, hot partitions)")
-        .value("seed", "n", null, "1", "random seed; the same seed sends the same payments");
+        .value("seed", "n", null, "1", "random seed; the same seed sends the same payments")
+        .value("values-file", "file", null, null, "send each non-blank line of this file (- for standard input) "
+            + "as a record value instead of payments, in order, with --dup-rate re-sends; --count, --merchants "
+            + "and --skew do not apply")
+        .value("key-field", "/POINTER", null, null, "with --values-file: the record key is this field of each "
+            + "line's JSON (RFC 6901, e.g. /sku); default no key");
     if (!flags.parse(args)) {
       return 0;
+    }
+    if (flags.isSet("values-file")) {
+      return sendLines(flags);
+    }
+    if (flags.isSet("key-field")) {
+      throw new Flags.UsageError("produce: --key-field applies to --values-file only (payments are keyed by merchant)");
     }
     int count = flags.intValue("count", 1, Integer.MAX_VALUE);
     PaymentProducer producer = new PaymentProducer(flags.require("bootstrap"), flags.require("topic"),
@@ -32,8 +48,24 @@ final class ProduceCommand implements Main.Command {
     return 0;
   }
 
+  private static int sendLines(Flags flags) {
+    LinesProducer producer = new LinesProducer(flags.require("bootstrap"), flags.require("topic"),
+        flags.get("key-field"), flags.doubleValue("dup-rate", 0, 1), flags.intValue("seed", 0, Integer.MAX_VALUE));
+    List<LinesProducer.Line> lines = LinesProducer.read(flags.require("values-file"));
+    int total = lines.size();
+    PaymentProducer.Summary s = producer.run(lines, flags.intValue("rate", 0, 10_000_000), i -> {
+      if (i % 1000 == 0 || i == total) {
+        PaymentProducer.progress(System.err, "produce", i, total);
+      }
+    });
+    System.err.println();
+    System.out.printf("produced %,d records and %,d producer duplicates in %.1f s%n", s.payments(), s.duplicates(),
+        s.seconds());
+    return 0;
+  }
+
   @Override
   public String summary() {
-    return "send payments with unique ids, per-merchant sequences and a producer-duplicate rate";
+    return "send payments with unique ids and a producer-duplicate rate, or the lines of a file as records";
   }
 }
