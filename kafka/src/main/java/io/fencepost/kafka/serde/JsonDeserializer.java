@@ -1,6 +1,7 @@
 package io.fencepost.kafka.serde;
 
 import java.io.IOException;
+import java.util.Map;
 import java.util.Objects;
 import java.util.stream.Collectors;
 
@@ -35,6 +36,8 @@ public final class JsonDeserializer<T> implements Deserializer<T> {
 
   private final ObjectReader reader;
   private final JavaType type;
+  /** "value" or "key" once configured (a pipeline or consumer configures it), null before. */
+  private volatile String part;
 
   private JsonDeserializer(ObjectMapper mapper, Class<T> type) {
     this.type = mapper.getTypeFactory().constructType(Objects.requireNonNull(type, "type"));
@@ -60,29 +63,36 @@ public final class JsonDeserializer<T> implements Deserializer<T> {
         .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
   }
 
+  /** Remembers whether it reads keys, so that a refusal of a key says so. */
+  @Override
+  public void configure(Map<String, ?> configs, boolean isKey) {
+    part = isKey ? "key" : "value";
+  }
+
   @Override
   public T deserialize(String topic, byte[] data) {
+    String of = type.getRawClass().getSimpleName() + ("key".equals(part) ? " (the record's key)" : "") + " on topic ["
+        + topic + "]";
+    String which = part == null ? "value (or key)" : part;
     if (data == null || data.length == 0) {
-      throw new SerializationException("no JSON for " + type.getRawClass().getSimpleName() + " on topic [" + topic
-          + "]: the " + (data == null ? "record has no value (or key)" : "value (or key) is empty"));
+      throw new SerializationException("no JSON for " + of + ": the "
+          + (data == null ? "record has no " + which : which + " is empty"));
     }
     try {
       T value = reader.readValue(data);
       if (value == null) {
-        throw new SerializationException("JSON null for " + type.getRawClass().getSimpleName() + " on topic [" + topic
-            + "]");
+        throw new SerializationException("JSON null for " + of);
       }
       return value;
     } catch (JsonProcessingException e) {
-      throw new SerializationException(describe(topic, e), e);
+      throw new SerializationException(describe(of, e), e);
     } catch (IOException e) {
-      throw new SerializationException("cannot read JSON for " + type.getRawClass().getSimpleName() + " on topic ["
-          + topic + "]: " + e.getMessage(), e);
+      throw new SerializationException("cannot read JSON for " + of + ": " + e.getMessage(), e);
     }
   }
 
   /** The field (as a JSON pointer) and Jackson's first message line, without its source excerpt. */
-  private String describe(String topic, JsonProcessingException e) {
+  private static String describe(String of, JsonProcessingException e) {
     String where = "";
     if (e instanceof JsonMappingException m && !m.getPath().isEmpty()) {
       where = " at " + m.getPath().stream()
@@ -91,7 +101,7 @@ public final class JsonDeserializer<T> implements Deserializer<T> {
     }
     String message = e.getOriginalMessage();
     int cut = message.indexOf('\n');
-    return "not valid JSON for " + type.getRawClass().getSimpleName() + " on topic [" + topic + "]" + where + ": "
+    return "not valid JSON for " + of + where + ": "
         + (cut < 0 ? message : message.substring(0, cut)) + location(e);
   }
 

@@ -67,6 +67,24 @@ class JsonDeserializerTest {
         refusal("{\"orderId\":\"o-1\",\"sku\":\"A7\",\"quantity\":3,\"at\":\"2026-12-03T10:00:00Z\"}{}"));
   }
 
+  /** Configured as a pipeline or consumer configures it, a refusal names the part it reads. */
+  @Test
+  void aConfiguredDeserializerSaysWhetherTheKeyOrTheValueWasRefused() {
+    JsonDeserializer<Order> keys = JsonDeserializer.of(Order.class);
+    keys.configure(java.util.Map.of(), true);
+    assertEquals("not valid JSON for Order (the record's key) on topic [orders] at /quantity: Cannot deserialize value "
+        + "of type `long` from String \"three\": not a valid `long` value (line 1, column 40)",
+        assertThrows(SerializationException.class, () -> keys.deserialize("orders",
+            json("{\"orderId\":\"o-1\",\"sku\":\"A7\",\"quantity\":\"three\",\"at\":\"2026-12-03T10:00:00Z\"}")))
+            .getMessage());
+    assertEquals("no JSON for Order (the record's key) on topic [orders]: the record has no key",
+        assertThrows(SerializationException.class, () -> keys.deserialize("orders", null)).getMessage());
+    JsonDeserializer<Order> values = JsonDeserializer.of(Order.class);
+    values.configure(java.util.Map.of(), false);
+    assertEquals("no JSON for Order on topic [orders]: the value is empty",
+        assertThrows(SerializationException.class, () -> values.deserialize("orders", new byte[0])).getMessage());
+  }
+
   @Test
   void anApplicationsOwnMapperIsUsedAsItIs() {
     JsonDeserializer<Order> lenient = JsonDeserializer.of(Order.class, JsonDeserializer.defaultMapper()
