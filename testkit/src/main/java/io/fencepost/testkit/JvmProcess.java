@@ -38,13 +38,25 @@ public final class JvmProcess implements AutoCloseable {
   /** {@link #start(String, String, List, Path)} with extra JVM options (e.g. {@code -Dkey=value}) before the class. */
   public static JvmProcess start(String name, List<String> jvmOptions, String mainClass, List<String> args,
       Path log) {
+    return start(name, jvmOptions, List.of(), mainClass, args, log);
+  }
+
+  /**
+   * {@link #start(String, List, String, List, Path)} with {@code classpathFirst} (class directories or
+   * jars) ahead of this JVM's classpath: e.g. one version of an application's classes per process.
+   */
+  public static JvmProcess start(String name, List<String> jvmOptions, List<Path> classpathFirst, String mainClass,
+      List<String> args, Path log) {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx512m");
     cmd.add("-XX:+UseSerialGC");
     cmd.addAll(jvmOptions);
     cmd.add("-cp");
-    cmd.add(System.getProperty("java.class.path"));
+    List<String> classpath = new ArrayList<>();
+    classpathFirst.forEach(p -> classpath.add(p.toAbsolutePath().toString()));
+    classpath.add(System.getProperty("java.class.path"));
+    cmd.add(String.join(java.io.File.pathSeparator, classpath));
     cmd.add(mainClass);
     cmd.addAll(args);
     try {
