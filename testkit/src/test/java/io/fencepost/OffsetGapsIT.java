@@ -316,7 +316,7 @@ class OffsetGapsIT {
         latest.withFallback(io.fencepost.testkit.ClusterNodes.node("latest", 0, List.of()))
             .withFallback(postgres.pekkoConfig()).withFallback(com.typesafe.config.ConfigFactory.load()));
     ch.qos.logback.classic.Logger ownership = (ch.qos.logback.classic.Logger)
-        org.slf4j.LoggerFactory.getLogger("io.fencepost.kafka.PartitionOwnership");
+        org.slf4j.LoggerFactory.getLogger("io.fencepost.kafka.Assignments");
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> seeks =
         new ch.qos.logback.core.read.ListAppender<>();
     seeks.start();

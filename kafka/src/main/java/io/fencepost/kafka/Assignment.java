@@ -58,7 +58,7 @@ final class Assignment {
   }
 
   /** Starts the stream (consumer thread, once, after the seek). */
-  CompletionStage<Done> startStream(ActorSystem<?> system, PipelineSettings settings, BatchDelivery<?> delivery,
+  CompletionStage<Done> startStream(ActorSystem<?> system, PipelineSettings settings, OwnershipSeams.Batches delivery,
       int capacity, AfterBatch afterBatch) {
     Pair<BoundedSourceQueue<ConsumerRecord<byte[], byte[]>>, CompletionStage<Done>> pair =
         Source.<ConsumerRecord<byte[], byte[]>>queue(capacity)

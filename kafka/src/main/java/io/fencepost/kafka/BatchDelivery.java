@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
  * gaps checked against the log, journal failures, fences and timeouts resent with backoff. A batch
  * is never skipped; it is abandoned only when its partition's assignment ends.
  */
-final class BatchDelivery<V> {
+final class BatchDelivery<V> implements OwnershipSeams.Batches {
 
   private static final Logger log = LoggerFactory.getLogger(BatchDelivery.class);
 
@@ -98,7 +98,8 @@ final class BatchDelivery<V> {
    * Applies one batch of a partition's records (ascending offsets, read by this assignment's
    * stream); completes with the offset to commit, or empty when the assignment ended first.
    */
-  CompletionStage<OptionalLong> deliver(PartitionId id, PartitionProgress progress,
+  @Override
+  public CompletionStage<OptionalLong> deliver(PartitionId id, PartitionProgress progress,
       List<ConsumerRecord<byte[], byte[]>> batch) {
     if (progress.revoked || progress.halted != null) {
       // Buffered when the assignment ended (or halted): the next owner reads them from the stored offset.

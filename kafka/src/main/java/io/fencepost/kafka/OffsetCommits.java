@@ -8,7 +8,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
@@ -40,7 +40,7 @@ final class OffsetCommits {
   }
 
   /** Commits asynchronously when {@code commit.max-batch} records or {@code commit.max-interval} passed. */
-  void maybeCommit(KafkaConsumer<byte[], byte[]> consumer, Set<TopicPartition> owned) {
+  void maybeCommit(Consumer<byte[], byte[]> consumer, Set<TopicPartition> owned) {
     if (pending.isEmpty() || (appliedSinceCommit.get() < settings.commit().maxBatch()
         && System.nanoTime() - lastCommitNanos < settings.commit().maxInterval().toNanos())) {
       return;
@@ -55,7 +55,7 @@ final class OffsetCommits {
   }
 
   /** Commits the applied offsets of {@code tps}; failures are logged at debug (lag only). */
-  void commit(KafkaConsumer<byte[], byte[]> consumer, Collection<TopicPartition> tps, boolean sync) {
+  void commit(Consumer<byte[], byte[]> consumer, Collection<TopicPartition> tps, boolean sync) {
     Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
     for (TopicPartition tp : tps) {
       Long next = pending.remove(tp);

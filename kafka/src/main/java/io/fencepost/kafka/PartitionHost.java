@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * actor and starts it again (recovering from the journal) when it stopped on its own, e.g. after
  * the fence refused its write.
  */
-final class PartitionHost {
+final class PartitionHost implements OwnershipSeams.Actors {
 
   private static final Logger log = LoggerFactory.getLogger(PartitionHost.class);
   private static final AtomicLong KEEPERS = new AtomicLong();
@@ -85,7 +85,8 @@ final class PartitionHost {
    * Lets the partition's actor run here (the partition was assigned to this node). Starts its keeper
    * once the keeper of an earlier assignment has stopped.
    */
-  synchronized void admit(PartitionId id) {
+  @Override
+  public synchronized void admit(PartitionId id) {
     Keeper current = keepers.get(id);
     if (current != null && !current.stopping() && !current.stopped().isDone()) {
       return;   // (a keeper that died on its own is replaced: asking it would time out forever)
@@ -124,7 +125,8 @@ final class PartitionHost {
   }
 
   /** Stops the partition's actor (after the commands it already holds); completes when it stopped. */
-  synchronized CompletionStage<Done> stop(PartitionId id) {
+  @Override
+  public synchronized CompletionStage<Done> stop(PartitionId id) {
     Keeper k = keepers.get(id);
     if (k == null) {
       return CompletableFuture.completedFuture(Done.getInstance());

@@ -19,7 +19,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** The outbox relays of the partitions this node owns, one per partition, and their producer. */
-final class RelayRegistry {
+final class RelayRegistry implements OwnershipSeams.Relays {
 
   private static final Logger log = LoggerFactory.getLogger(RelayRegistry.class);
 
@@ -52,7 +52,8 @@ final class RelayRegistry {
   }
 
   /** Runs the relay of a partition this node now owns (its stream seeked to the actor's offset). */
-  void start(PartitionId id) {
+  @Override
+  public void start(PartitionId id) {
     if (producer == null) {
       return;
     }
@@ -63,7 +64,8 @@ final class RelayRegistry {
     });
   }
 
-  void stop(PartitionId id) {
+  @Override
+  public void stop(PartitionId id) {
     Running relay = relays.remove(id);
     if (relay != null) {
       relay.stopRequested().set(true);

@@ -27,7 +27,6 @@ import io.fencepost.errors.SettingsException;
 import io.fencepost.kafka.internal.FenceCheck;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.Config;
@@ -90,24 +89,13 @@ final class RunningPipeline<V> implements Pipeline {
     this.system = system;
     this.settings = settings;
     this.decoder = decoder;
-    this.consumerProperties = PartitionOwnership.consumerProperties(system, settings);
+    ClientProperties clients = new ClientProperties(system, settings);
+    this.consumerProperties = clients.consumer();
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
     this.self = system.address();
-    // The admin client and the log probe connect as the consumer does: the common client properties,
-    // and the consumer's own security settings.
-    Map<String, String> consumerProps = new HashMap<>();
-    consumerProperties.forEach((k, v) -> consumerProps.put(k, String.valueOf(v)));
-    Properties adminProps = new Properties();
-    adminProps.putAll(settings.commonKafkaClients());
-    consumerProps.forEach((k, v) -> {
-      if (LogProbe.isSecuritySetting(k)) {
-        adminProps.put(k, v);
-      }
-    });
-    adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
-    this.admin = Admin.create(adminProps);
-    this.logProbe = new LogProbe(settings.bootstrapServers(), consumerProps);
+    this.admin = Admin.create(clients.admin());
+    this.logProbe = new LogProbe(settings.bootstrapServers(), clients.probe());
     this.deadLetters = new DeadLetterPublisher(system, settings);
     this.relays = new RelayRegistry(system, settings);
     this.targets = new SeekTargets(system, settings, host, admin);
@@ -124,7 +112,8 @@ final class RunningPipeline<V> implements Pipeline {
     };
     BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, decoder, deadLetters, relays,
         logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control, totals);
-    this.ownership = new PartitionOwnership(system, settings, host, targets, delivery, relays);
+    this.ownership = new PartitionOwnership(system, settings, consumerProperties, KafkaClients.REAL,
+        new OwnershipSeams(host, targets, delivery, relays));
     this.journal = new JournalLiveness(system, settings);
     this.stallRestarts = new StallRestarts(settings.stallTimeout());
   }

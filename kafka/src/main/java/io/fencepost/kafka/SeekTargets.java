@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * Finds where a partition's stream must start: asks the partition's actor on this node (it recovers
  * from the journal first) for its stored next offset and turns that into a seek target.
  */
-final class SeekTargets {
+final class SeekTargets implements OwnershipSeams.StartOffsets {
 
   private static final Logger log = LoggerFactory.getLogger(SeekTargets.class);
   private static final Duration PROBE = Duration.ofSeconds(5);
@@ -53,7 +53,8 @@ final class SeekTargets {
    * (with backoff) while the actor cannot answer, e.g. while the journal is down; fails with
    * {@link CancellationException} as soon as {@code wanted} turns false.
    */
-  CompletionStage<Long> seekTarget(PartitionId id, PartitionProgress progress, BooleanSupplier wanted) {
+  @Override
+  public CompletionStage<Long> seekTarget(PartitionId id, PartitionProgress progress, BooleanSupplier wanted) {
     return storedOffset(id, wanted, 0).thenCompose(stored -> target(id, progress, stored));
   }
 

@@ -17,7 +17,7 @@ import java.util.Optional;
  */
 record OwnershipLog(long fencedWrites, long partitionRestarts, long anomalies) {
 
-  /** Lines of {@code PartitionOwnership} that report a broken rule (a bug): never expected. */
+  /** Lines of the ownership state machine that report a broken rule (a bug): never expected. */
   static final List<String> ANOMALIES = List.of("(a bug", "has not ended after");
   static final String RESTART = "seeking it to its actor's stored offset again";
   static final String SEEK = "seeking to stored offsets";

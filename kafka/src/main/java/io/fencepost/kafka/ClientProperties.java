@@ -1,0 +1,74 @@
+package io.fencepost.kafka;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+
+import io.fencepost.kafka.internal.LogProbe;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.kafka.ConsumerSettings;
+
+/**
+ * A pipeline's Kafka client properties, built once when it starts: the consumer's, and from them
+ * those of the admin client and the log probe, which connect as the consumer does.
+ */
+final class ClientProperties {
+
+  private final Map<String, Object> consumer;
+  private final PipelineSettings settings;
+
+  ClientProperties(ActorSystem<?> system, PipelineSettings settings) {
+    this.settings = settings;
+    this.consumer = consumer(system, settings);
+  }
+
+  /**
+   * The consumer's properties: Pekko's {@code pekko.kafka.consumer.kafka-clients}, then the
+   * pipeline's {@code common-kafka-clients}, then its {@code kafka-clients}; offsets never
+   * auto-committed; cooperative rebalancing unless an assignor is configured.
+   */
+  static Map<String, Object> consumer(ActorSystem<?> system, PipelineSettings settings) {
+    Map<String, Object> props = new HashMap<>(
+        ConsumerSettings.create(system, new ByteArrayDeserializer(), new ByteArrayDeserializer()).getProperties());
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+    // New partitions and recreated topics are seen within 30 s (Kafka's default is 5 minutes).
+    props.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "30000");
+    props.putAll(settings.commonKafkaClients());
+    props.putAll(settings.kafkaClients());
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, settings.groupId());
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, settings.autoOffsetReset());
+    return props;
+  }
+
+  /** The consumer's properties (security settings included). */
+  Map<String, Object> consumer() {
+    return consumer;
+  }
+
+  /** The consumer's properties as text, for the log probe (a consumer of its own). */
+  Map<String, String> probe() {
+    Map<String, String> out = new HashMap<>();
+    consumer.forEach((k, v) -> out.put(k, String.valueOf(v)));
+    return out;
+  }
+
+  /** The admin client's: the common client properties and the consumer's security settings. */
+  Properties admin() {
+    Properties props = new Properties();
+    props.putAll(settings.commonKafkaClients());
+    probe().forEach((k, v) -> {
+      if (LogProbe.isSecuritySetting(k)) {
+        props.put(k, v);
+      }
+    });
+    props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
+    return props;
+  }
+}
