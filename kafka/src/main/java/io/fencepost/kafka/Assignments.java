@@ -1,6 +1,5 @@
 package io.fencepost.kafka;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
