@@ -129,7 +129,11 @@ class OffsetGapsIT {
     }
     assertEquals(21, endOffset(topic, 0));
     TopicPartition tp = new TopicPartition(topic, 0);
-    try (LogProbe probe = new LogProbe(broker.bootstrapServers(), Map.of())) {
+    Map<String, Object> probeProps = Map.of("bootstrap.servers", broker.bootstrapServers(), "isolation.level",
+        "read_committed", "enable.auto.commit", "false", "auto.offset.reset", "earliest");
+    try (LogProbe probe = new LogProbe(new org.apache.kafka.clients.consumer.KafkaConsumer<>(probeProps,
+        new org.apache.kafka.common.serialization.ByteArrayDeserializer(),
+        new org.apache.kafka.common.serialization.ByteArrayDeserializer()))) {
       LogProbe.Range all = probe.read(tp, 0, 21, Duration.ofSeconds(30));
       assertTrue(all.complete());
       TreeSet<Long> expected = LongStream.concat(LongStream.range(0, 10), LongStream.range(17, 20)).boxed()

@@ -62,7 +62,7 @@ final class Assignments {
     this.metrics = new PipelineMetrics(system);
   }
 
-  /** The consumer whose assignments these are (a new one after a failure). */
+  /** The consumer whose assignments these are (a new one after a failure; null while there is none). */
   void use(Consumer<byte[], byte[]> consumer) {
     this.consumer = consumer;
   }

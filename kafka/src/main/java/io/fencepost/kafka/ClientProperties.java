@@ -2,9 +2,8 @@ package io.fencepost.kafka;
 
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
 
-import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
@@ -17,6 +16,8 @@ import org.apache.pekko.kafka.ConsumerSettings;
  * those of the admin client and the log probe, which connect as the consumer does.
  */
 final class ClientProperties {
+
+  private static final AtomicLong PROBES = new AtomicLong();
 
   private final Map<String, Object> consumer;
   private final PipelineSettings settings;
@@ -52,23 +53,41 @@ final class ClientProperties {
     return consumer;
   }
 
-  /** The consumer's properties as text, for the log probe (a consumer of its own). */
-  Map<String, String> probe() {
-    Map<String, String> out = new HashMap<>();
-    consumer.forEach((k, v) -> out.put(k, String.valueOf(v)));
-    return out;
+  /**
+   * The log probe's, a consumer of its own that reads ranges of a partition: the consumer's security,
+   * isolation and DNS settings, no group, no commits.
+   */
+  Map<String, Object> probe() {
+    Map<String, Object> props = new HashMap<>();
+    consumer.forEach((k, v) -> {
+      if (isSecuritySetting(k) || k.equals(ConsumerConfig.ISOLATION_LEVEL_CONFIG)
+          || k.equals(ConsumerConfig.CLIENT_DNS_LOOKUP_CONFIG)) {
+        props.put(k, String.valueOf(v));
+      }
+    });
+    props.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    props.remove(ConsumerConfig.GROUP_ID_CONFIG);
+    props.put(ConsumerConfig.CLIENT_ID_CONFIG, "fencepost-log-probe-" + settings.name() + "-" + PROBES.incrementAndGet());
+    return props;
   }
 
   /** The admin client's: the common client properties and the consumer's security settings. */
-  Properties admin() {
-    Properties props = new Properties();
-    props.putAll(settings.commonKafkaClients());
-    probe().forEach((k, v) -> {
-      if (LogProbe.isSecuritySetting(k)) {
-        props.put(k, v);
+  Map<String, Object> admin() {
+    Map<String, Object> props = new HashMap<>(settings.commonKafkaClients());
+    consumer.forEach((k, v) -> {
+      if (isSecuritySetting(k)) {
+        props.put(k, String.valueOf(v));
       }
     });
     props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
     return props;
+  }
+
+  /** Whether a client property is part of how a client connects securely ({@code security.*}, {@code sasl.*}, {@code ssl.*}). */
+  static boolean isSecuritySetting(String key) {
+    return key.startsWith("security.") || key.startsWith("sasl.") || key.startsWith("ssl.");
   }
 }

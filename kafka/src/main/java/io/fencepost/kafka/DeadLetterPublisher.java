@@ -17,12 +17,11 @@ import io.fencepost.kafka.internal.DeadLetterHeaders;
 import io.fencepost.kafka.internal.PipelineMetrics;
 import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -56,11 +55,13 @@ final class DeadLetterPublisher {
   private final Backoff backoff;
   private final Map<String, Integer> partitions = new ConcurrentHashMap<>();
   private volatile int largestSourceRecord;
-  private KafkaProducer<byte[], byte[]> producer;
+  private Producer<byte[], byte[]> producer;
   private boolean closed;
+  private final KafkaClients clients;
 
-  DeadLetterPublisher(ActorSystem<?> system, PipelineSettings settings) {
+  DeadLetterPublisher(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients) {
     this.system = system;
+    this.clients = clients;
     this.settings = settings;
     this.metrics = new PipelineMetrics(system);
     this.backoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2);
@@ -86,7 +87,7 @@ final class DeadLetterPublisher {
     producer();
   }
 
-  private synchronized KafkaProducer<byte[], byte[]> producer() {
+  private synchronized Producer<byte[], byte[]> producer() {
     if (closed) {
       throw new IllegalStateException("[" + settings.name() + "] the dead-letter producer is closed");
     }
@@ -102,7 +103,7 @@ final class DeadLetterPublisher {
           p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(Math.max(KAFKA_DEFAULT_BUFFER_MEMORY, 2L * size)));
         }
       }
-      producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+      producer = clients.producer(p);
     }
     return producer;
   }

@@ -87,9 +87,9 @@ final class PartitionOwnership {
 
   private void subscribe() {
     Consumer<byte[], byte[]> c = clients.consumer(consumerProperties);
+    consumer = c;   // first: a subscription that fails leaves it to be closed
     assignments.use(c);
     c.subscribe(settings.topics(), listener);
-    consumer = c;
   }
 
   /** Every partition held here and its assignment's progress (any thread). */
@@ -199,6 +199,7 @@ final class PartitionOwnership {
         } catch (RuntimeException | Error closing) {
           log.warn("[{}] closing the failed consumer: {}", settings.name(), closing.toString());
           consumer = null;
+          assignments.use(null);
           listener.left();
         }
         sleep(wait);
@@ -237,6 +238,7 @@ final class PartitionOwnership {
     }
     assignments.letGoAll();
     consumer = null;
+    assignments.use(null);
     listener.left();
   }
 

@@ -8,6 +8,24 @@ import java.util.concurrent.atomic.AtomicLong;
  * What this node knows of one assignment of a partition: created when the partition is assigned,
  * marked revoked when it is revoked (or the assignment is restarted), never reused afterwards, so a
  * late callback of an earlier assignment can always tell that it is stale.
+ *
+ * <p>Which thread writes what (every field is volatile or atomic; readers are status, health, the
+ * meters and the watchdog, on any thread):
+ * <ul>
+ *   <li>the consumer thread ({@link Assignments}, {@link FlowControl}): {@code revoked}, {@code flowing},
+ *       {@code haltHandled}, {@code busySinceNanos}, and at the seek {@code knownNextOffset},
+ *       {@code highestDelivered}, {@code lastProgressNanos}; {@code buffered} up;</li>
+ *   <li>the partition's stream, one batch at a time ({@link BatchDelivery}, {@link Assignments}'s
+ *       after-batch): {@code inFlight}, {@code retries}, {@code lastError}, and after each batch
+ *       {@code knownNextOffset}, {@code highestDelivered}, {@code lastProgressNanos}; {@code buffered}
+ *       down. The seek happens before the stream starts and after the previous one ended, so the two
+ *       writers of those three fields never overlap;</li>
+ *   <li>the preparation, before the stream starts ({@link SeekTargets}): {@code logStart},
+ *       {@code freshStart};</li>
+ *   <li>the watchdog ({@link StallWatchdog}): {@code logEnd};</li>
+ *   <li>{@code halted}: whoever halts the partition first (delivery, the preparation, the actor's
+ *       answer); only ever set, and only once it is null.</li>
+ * </ul>
  */
 final class PartitionProgress {
   final AtomicLong retries = new AtomicLong();

@@ -10,8 +10,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import io.fencepost.BatchOutcome;
 import io.fencepost.PartitionId;
 import io.fencepost.kafka.internal.ProducerSafety;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
@@ -35,7 +33,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
   private final AtomicLong started = new AtomicLong();
   private final AtomicBoolean offWarned = new AtomicBoolean();
 
-  RelayRegistry(ActorSystem<?> system, PipelineSettings settings) {
+  RelayRegistry(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients) {
     this.system = system;
     this.settings = settings;
     if (settings.outbox().enabled()) {
@@ -43,7 +41,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
           settings.producerClients(settings.outbox().producer()),
           "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients");
       this.producer = new RelayProducer(settings.name(), properties,
-          () -> new KafkaProducer<>(properties, new ByteArraySerializer(), new ByteArraySerializer()));
+          () -> clients.producer(properties));
     } else {
       this.producer = null;
     }

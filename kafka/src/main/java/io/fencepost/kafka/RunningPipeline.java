@@ -1,6 +1,7 @@
 package io.fencepost.kafka;
 
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -70,10 +71,10 @@ final class RunningPipeline<V> implements Pipeline {
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
     this.self = system.address();
-    this.admin = Admin.create(clients.admin());
-    this.logProbe = new LogProbe(settings.bootstrapServers(), clients.probe());
-    this.deadLetters = new DeadLetterPublisher(system, settings);
-    this.relays = new RelayRegistry(system, settings);
+    this.admin = KafkaClients.REAL.admin(clients.admin());
+    this.logProbe = new LogProbe(KafkaClients.REAL.consumer(clients.probe()));
+    this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL);
+    this.relays = new RelayRegistry(system, settings, KafkaClients.REAL);
     this.targets = new SeekTargets(system, settings, host, admin);
     BatchDelivery.StreamControl control = new BatchDelivery.StreamControl() {
       @Override
@@ -110,7 +111,7 @@ final class RunningPipeline<V> implements Pipeline {
     RunningPipeline<V> p = new RunningPipeline<>(system, factory, decoder, settings);
     try {
       p.topicChecks.check();
-      p.decoder.configure(p.consumerProperties);
+      p.decoder.configure(new HashMap<>(p.consumerProperties));   // its own copy: a deserializer may change it
       JournalWarmup.await(system, settings, settings.askTimeout());
       FenceCheck.verify(system, settings.name(), settings.partitionActor().journalPluginId(), settings.askTimeout());
       String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");

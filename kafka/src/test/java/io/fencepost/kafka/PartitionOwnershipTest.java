@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -115,6 +116,14 @@ class PartitionOwnershipTest {
       super.commitAsync(offsets, callback);
     }
 
+    /**
+     * Without MockConsumer's lock (held by a poll task that waits in the listener): a stream thread
+     * posting work must not block on it. Posted work still runs at the loop's next turn.
+     */
+    @Override
+    public void wakeup() {
+    }
+
     /** Runs {@code task} on the consumer thread, inside a later poll. */
     void onConsumerThread(Runnable task) {
       schedulePollTask(task);
@@ -176,9 +185,13 @@ class PartitionOwnershipTest {
   }
 
   private PartitionOwnership start(Duration drainTimeout) {
+    return start(drainTimeout, Map.of());
+  }
+
+  private PartitionOwnership start(Duration drainTimeout, Map<String, Object> consumerProperties) {
     PipelineSettings settings = PipelineSettings.create(kit.system(), "ownership-test")
         .withBootstrapServers("unused:9092").withTopics(List.of(TOPIC)).withGroupId("g")
-        .withBatch(5, Duration.ofMillis(5))
+        .withBatch(5, Duration.ofMillis(200))
         .withRetryBackoff(new PipelineSettings.RetryBackoff(Duration.ofMillis(10), Duration.ofMillis(50)))
         .withDrainTimeout(drainTimeout)
         .withCommit(new PipelineSettings.Commit(1_000_000, Duration.ofHours(1)));
@@ -187,7 +200,7 @@ class PartitionOwnershipTest {
       consumers.add(c);
       return c;
     };
-    ownership = new PartitionOwnership(kit.system(), settings, Map.of(), clients,
+    ownership = new PartitionOwnership(kit.system(), settings, consumerProperties, clients,
         new OwnershipSeams(fakes, fakes, fakes, fakes.relays));
     ownership.start();
     return ownership;
@@ -251,6 +264,47 @@ class PartitionOwnershipTest {
     return (int) events.stream().filter(e -> p.matcher(e).matches()).count();
   }
 
+  /** The offsets of partition {@code p} whose batches were applied, from the event at {@code since} on. */
+  private Set<Long> applied(int p, int since) {
+    Set<Long> out = new java.util.TreeSet<>();
+    Pattern applied = Pattern.compile("applied " + p + " \\[(\\d+)\\.\\.(\\d+)\\]");
+    for (String e : events.subList(since, events.size())) {
+      java.util.regex.Matcher m = applied.matcher(e);
+      if (m.matches()) {
+        for (long o = Long.parseLong(m.group(1)); o <= Long.parseLong(m.group(2)); o++) {
+          out.add(o);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Waits until offsets {@code from..to} of partition {@code p} were applied (in any batches) since event {@code since}. */
+  private void awaitApplied(int p, long from, long to, int since) {
+    Set<Long> wanted = java.util.stream.LongStream.rangeClosed(from, to).boxed()
+        .collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new));
+    await(() -> applied(p, since).containsAll(wanted), "offsets " + from + ".." + to + " of partition " + p
+        + " applied; events: " + events);
+  }
+
+  private int firstIndex(String prefix) {
+    for (int i = 0; i < events.size(); i++) {
+      if (events.get(i).startsWith(prefix)) {
+        return i;
+      }
+    }
+    throw new AssertionError("no [" + prefix + "...] in " + events);
+  }
+
+  private int lastIndex(String prefix) {
+    for (int i = events.size() - 1; i >= 0; i--) {
+      if (events.get(i).startsWith(prefix)) {
+        return i;
+      }
+    }
+    throw new AssertionError("no [" + prefix + "...] in " + events);
+  }
+
   private int indexOf(String event) {
     int i = events.indexOf(event);
     assertTrue(i >= 0, "no [" + event + "] in " + events);
@@ -270,10 +324,10 @@ class PartitionOwnershipTest {
     assertEquals(List.of("admit 0", "seek-target 0"), events);
 
     target.complete(5L);
-    await(() -> happened("applied 0 [5..9]"), "records 5..9 applied");
+    awaitApplied(0, 5, 9, 0);
     assertEquals(10, c.position(P0), "read on from the stored offset");
-    assertEquals(List.of("admit 0", "seek-target 0", "relay-start 0", "deliver 0 [5..9]", "applied 0 [5..9]"),
-        events, "nothing below the stored offset reached a stream");
+    assertEquals(List.of("admit 0", "seek-target 0", "relay-start 0"), events.subList(0, 3));
+    assertEquals(Set.of(5L, 6L, 7L, 8L, 9L), applied(0, 0), "nothing below the stored offset reached a stream");
     assertEquals(Set.of(), c.paused());
   }
 
@@ -285,7 +339,7 @@ class PartitionOwnershipTest {
     TestConsumer c = consumer();
     rebalance(c, List.of(P0));
     addRecords(c, P0, 0, 4);
-    await(() -> happened("deliver 0 [0..4]"), "the batch sent");
+    await(() -> count("deliver 0 .*") > 0, "a batch sent");
 
     c.onConsumerThread(() -> c.rebalance(List.of()));   // the listener waits for the batch
     await(() -> happened("relay-stop 0"), "the revocation under way");
@@ -294,7 +348,7 @@ class PartitionOwnershipTest {
 
     inFlight.complete(OptionalLong.of(5));
     await(() -> happened("stop 0"), "the actor stopped");
-    assertTrue(indexOf("applied 0 [0..4]") < indexOf("stop 0"), "batch applied before the actor stops: " + events);
+    assertTrue(lastIndex("applied 0") < indexOf("stop 0"), "batches applied before the actor stops: " + events);
     await(() -> c.commits.containsKey(P0), "the applied offset committed");
     assertEquals(Map.of(P0, 5L), c.commits);
     assertEquals(Map.of(), ownership.assigned());
@@ -307,7 +361,7 @@ class PartitionOwnershipTest {
     rebalance(c, List.of(P0));
     assertTrue(ownership.joined());
     addRecords(c, P0, 0, 4);
-    await(() -> happened("applied 0 [0..4]"), "a batch applied");
+    awaitApplied(0, 0, 4, 0);
 
     CompletableFuture<Void> lost = new CompletableFuture<>();
     c.onConsumerThread(() -> {
@@ -333,7 +387,7 @@ class PartitionOwnershipTest {
     TestConsumer c = consumer();
     rebalance(c, List.of(P0));
     addRecords(c, P0, 0, 4);
-    await(() -> happened("deliver 0 [0..4]"), "the batch sent");
+    await(() -> count("deliver 0 .*") > 0, "a batch sent");
 
     rebalance(c, List.of());
     fakes.heldBatches.remove(0);
@@ -345,9 +399,10 @@ class PartitionOwnershipTest {
 
     inFlight.complete(OptionalLong.of(5));
     await(() -> count("seek-target 0") == 2, "the new assignment prepared");
-    assertTrue(indexOf("applied 0 [0..4]") < events.lastIndexOf("seek-target 0"), eventsText().get());
+    assertTrue(firstIndex("applied 0") < events.lastIndexOf("seek-target 0"), eventsText().get());
+    int mark = events.size();
     addRecords(c, P0, 5, 7);
-    await(() -> happened("applied 0 [5..7]"), "the new stream flows");
+    awaitApplied(0, 5, 7, mark);
     assertNotSame(fakes.deliveredFor.get(0), fakes.deliveredFor.get(1), "a new assignment, a new progress");
   }
 
@@ -357,7 +412,7 @@ class PartitionOwnershipTest {
     TestConsumer c = consumer();
     rebalance(c, List.of(P0));
     addRecords(c, P0, 0, 4);
-    await(() -> happened("applied 0 [0..4]"), "a batch applied");
+    awaitApplied(0, 0, 4, 0);
     PartitionProgress progress = ownership.assigned().get(ID0);
 
     ownership.halt(ID0, progress, "its actor cannot go on", "test");
@@ -365,6 +420,8 @@ class PartitionOwnershipTest {
     ownership.restart(ID0, progress, "stalled");
     settle(c);
     assertEquals(1, count("seek-target 0"), "a halted partition is not restarted: " + events);
+    assertSame(progress, ownership.assigned().get(ID0), "its assignment did not end");
+    assertFalse(progress.revoked);
     assertTrue(c.paused().contains(P0));
 
     rebalance(c, List.of());
@@ -379,7 +436,7 @@ class PartitionOwnershipTest {
     TestConsumer c = consumer();
     rebalance(c, List.of(P0));
     addRecords(c, P0, 0, 4);
-    await(() -> happened("applied 0 [0..4]"), "a batch applied");
+    awaitApplied(0, 0, 4, 0);
     PartitionProgress first = ownership.assigned().get(ID0);
 
     fakes.stored.put(0, 3L);   // say the actor stored less than was read
@@ -389,13 +446,45 @@ class PartitionOwnershipTest {
     assertTrue(first.revoked, "the old assignment ended");
     assertNotSame(first, ownership.assigned().get(ID0));
     assertEquals(3, c.position(P0), "seeked to the stored offset");
+    int mark = events.size();
     addRecords(c, P0, 3, 6);
-    await(() -> happened("applied 0 [3..6]"), "read again from the stored offset");
-    assertNotSame(first, fakes.deliveredFor.get(fakes.deliveredFor.size() - 1));
+    awaitApplied(0, 3, 6, mark);
+    PartitionProgress second = ownership.assigned().get(ID0);
+    assertSame(second, fakes.deliveredFor.get(fakes.deliveredFor.size() - 1));
 
     ownership.restart(ID0, first, "a late restart of the old assignment");
     settle(c);
     assertEquals(2, count("seek-target 0"), "a stale assignment's restart is ignored: " + events);
+    assertSame(second, ownership.assigned().get(ID0), "the current assignment goes on");
+    assertFalse(second.revoked);
+  }
+
+  @Test
+  void aFullStreamPausesItsPartitionAndReadsOnFromTheFirstRecordItDidNotTake() {
+    CompletableFuture<OptionalLong> held = new CompletableFuture<>();
+    fakes.heldBatches.put(0, held);
+    start(Duration.ofSeconds(5), Map.of("max.poll.records", "5"));   // high water 10, room for 15
+    TestConsumer c = consumer();
+    rebalance(c, List.of(P0));
+    await(() -> happened("relay-start 0") && !c.paused().contains(P0), "flowing");
+    addRecords(c, P0, 0, 29);
+    await(() -> c.paused().contains(P0), "paused: its stream is full");
+    long readOnFrom = c.position(P0);
+    assertTrue(readOnFrom >= 10 && readOnFrom <= 15, "seeked back to the first record not taken: " + readOnFrom);
+
+    fakes.heldBatches.remove(0);
+    held.complete(OptionalLong.of(5));
+    await(() -> !c.paused().contains(P0), "resumed once its stream drained");
+    addRecords(c, P0, readOnFrom, 29);   // what the broker would return from there
+    awaitApplied(0, 0, 29, 0);
+    List<Long> each = new ArrayList<>();
+    events.stream().filter(e -> e.startsWith("applied 0 ")).forEach(e -> {
+      String[] range = e.substring(e.indexOf('[') + 1, e.indexOf(']')).split("\\.\\.");
+      for (long o = Long.parseLong(range[0]); o <= Long.parseLong(range[1]); o++) {
+        each.add(o);
+      }
+    });
+    assertEquals(java.util.stream.LongStream.range(0, 30).boxed().toList(), each, "every offset once, in order");
   }
 
   @Test
@@ -428,7 +517,7 @@ class PartitionOwnershipTest {
     TestConsumer c = consumer();
     rebalance(c, List.of(P0));
     addRecords(c, P0, 0, 4);
-    await(() -> happened("applied 0 [0..4]"), "a batch applied");
+    awaitApplied(0, 0, 4, 0);
 
     c.setPollException(new KafkaException("broker gone"));
     await(() -> consumers.size() == 2, "a new consumer");
@@ -440,8 +529,9 @@ class PartitionOwnershipTest {
     await(() -> next.listener != null, "the new consumer subscribed");
     fakes.stored.put(0, 5L);
     rebalance(next, List.of(P0));
+    int mark = events.size();
     addRecords(next, P0, 5, 6);
-    await(() -> happened("applied 0 [5..6]"), "the new consumer's stream flows");
+    awaitApplied(0, 5, 6, mark);
     assertNull(ownership.consumerFailure());
     List<String> admits = new ArrayList<>(events.stream().filter(e -> e.startsWith("admit")).toList());
     assertEquals(List.of("admit 0", "admit 0"), admits);

@@ -2,15 +2,11 @@ package io.fencepost.kafka.internal;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Properties;
 import java.util.TreeSet;
 
-import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * Reads a range of a partition's log on the side, with the pipeline consumer's isolation level, to
@@ -30,26 +26,11 @@ public final class LogProbe implements AutoCloseable {
     }
   }
 
-  private final KafkaConsumer<byte[], byte[]> consumer;
+  private final Consumer<byte[], byte[]> consumer;
 
-  public LogProbe(String bootstrap, Map<String, String> consumerSettings) {
-    Properties p = new Properties();
-    consumerSettings.forEach((k, v) -> {
-      if (isSecuritySetting(k) || k.equals(ConsumerConfig.ISOLATION_LEVEL_CONFIG) || k.equals(ConsumerConfig.CLIENT_DNS_LOOKUP_CONFIG)) {
-        p.put(k, v);
-      }
-    });
-    p.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    p.put(ConsumerConfig.CLIENT_ID_CONFIG, "fencepost-log-probe-" + System.identityHashCode(this));
-    this.consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-  }
-
-  /** Whether a client property is part of how a client connects securely ({@code security.*}, {@code sasl.*}, {@code ssl.*}). */
-  public static boolean isSecuritySetting(String key) {
-    return key.startsWith("security.") || key.startsWith("sasl.") || key.startsWith("ssl.");
+  /** Reads with {@code consumer} (no group: it is assigned each partition it reads); closes it at {@link #close}. */
+  public LogProbe(Consumer<byte[], byte[]> consumer) {
+    this.consumer = consumer;
   }
 
   /**
