@@ -2,9 +2,10 @@ package io.fencepost;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 import com.typesafe.config.Config;
-import com.typesafe.config.ConfigException;
 import io.fencepost.errors.SettingsException;
 import org.apache.pekko.actor.typed.ActorSystem;
 
@@ -12,63 +13,100 @@ import org.apache.pekko.actor.typed.ActorSystem;
  * Immutable settings of a {@link PartitionActor}, read once from {@code fencepost.partition-actor}
  * (every key is documented in core's {@code reference.conf}) and validated on creation: an invalid
  * value fails with a {@link SettingsException} naming the key, the value and the rule.
+ *
+ * <p>Fencepost's settings classes share one pattern: every key has a {@code withX} returning a copy,
+ * made by the one private {@code copy} method and validated as new settings, so an invalid value
+ * is refused where it is set, with its key named.
  */
 public final class PartitionActorSettings {
 
   /** The configuration section these settings are read from. */
   public static final String CONFIG_PATH = "fencepost.partition-actor";
 
-  private final DeliveryMode deliveryMode;
-  private final int snapshotEvery;
-  private final int keepSnapshots;
-  private final boolean keyWindowEnabled;
-  private final int keyWindowMaxKeys;
-  private final Duration keyWindowMaxAge;
-  private final String keyHeader;
-  private final String journalPluginId;
-  private final String snapshotPluginId;
-  private final Duration backoffMin;
-  private final Duration backoffMax;
-  private final double backoffRandomFactor;
-  private final boolean perKeyOrdering;
-  private final Duration callTimeout;
-  private final Duration atMostOnceLinger;
+  /** The largest key window a partition can hold (its index is one array of two slots a key). */
+  private static final int MAX_WINDOW_KEYS = 1 << 29;
 
-  private PartitionActorSettings(DeliveryMode deliveryMode, int snapshotEvery, int keepSnapshots,
-      boolean keyWindowEnabled, int keyWindowMaxKeys, Duration keyWindowMaxAge, String keyHeader,
-      String journalPluginId, String snapshotPluginId, Duration backoffMin, Duration backoffMax,
-      double backoffRandomFactor, boolean perKeyOrdering, Duration callTimeout, Duration atMostOnceLinger) {
-    this.perKeyOrdering = perKeyOrdering;
-    if (atMostOnceLinger.isNegative()) {
-      throw new SettingsException(CONFIG_PATH + ".at-most-once-linger", atMostOnceLinger, "must be >= 0");
+  /** Every value; a copy is changed by one {@code withX}, then never again once settings hold it. */
+  static final class Values implements Cloneable {
+    DeliveryMode deliveryMode;
+    int snapshotEvery;
+    int keepSnapshots;
+    boolean keyWindowEnabled;
+    int keyWindowMaxKeys;
+    Duration keyWindowMaxAge;
+    String keyHeader;
+    String journalPluginId;
+    String snapshotPluginId;
+    Duration backoffMin;
+    Duration backoffMax;
+    double backoffRandomFactor;
+    boolean perKeyOrdering;
+    Duration callTimeout;
+    Duration atMostOnceLinger;
+    /** The clocks the key window ages by (see WindowClock): the system's, or a test's. */
+    LongSupplier wallMillis = System::currentTimeMillis;
+    LongSupplier monotonicNanos = System::nanoTime;
+
+    Values copy() {
+      try {
+        return (Values) clone();
+      } catch (CloneNotSupportedException e) {
+        throw new AssertionError(e);
+      }
     }
-    this.atMostOnceLinger = atMostOnceLinger;
-    this.callTimeout = requirePositive(CONFIG_PATH + ".external-call.timeout", callTimeout);
-    this.deliveryMode = Objects.requireNonNull(deliveryMode, "deliveryMode");
-    this.snapshotEvery = requirePositive(CONFIG_PATH + "." + "snapshot-every", snapshotEvery);
-    this.keepSnapshots = requirePositive(CONFIG_PATH + "." + "keep-snapshots", keepSnapshots);
-    this.keyWindowEnabled = keyWindowEnabled;
-    this.keyWindowMaxKeys = requirePositive(CONFIG_PATH + "." + "key-window.max-keys", keyWindowMaxKeys);
-    if (keyWindowMaxKeys > MAX_WINDOW_KEYS) {
+  }
+
+  private final Values v;
+
+  private PartitionActorSettings(Values v) {
+    this.v = v;
+    String p = CONFIG_PATH + ".";
+    Objects.requireNonNull(v.deliveryMode, "deliveryMode");
+    positive(p + "snapshot-every", v.snapshotEvery);
+    positive(p + "keep-snapshots", v.keepSnapshots);
+    positive(p + "key-window.max-keys", v.keyWindowMaxKeys);
+    if (v.keyWindowMaxKeys > MAX_WINDOW_KEYS) {
       // The window's index has two slots a key, in one array: past this it would not fit.
-      throw new SettingsException(CONFIG_PATH + ".key-window.max-keys", keyWindowMaxKeys,
+      throw new SettingsException(p + "key-window.max-keys", v.keyWindowMaxKeys,
           "must be <= " + MAX_WINDOW_KEYS + " (2^29; about 16 GiB of heap per partition at that size)");
     }
-    this.keyWindowMaxAge = requirePositive(CONFIG_PATH + "." + "key-window.max-age", keyWindowMaxAge);
-    this.keyHeader = Objects.requireNonNull(keyHeader, "keyHeader");
-    this.journalPluginId = Objects.requireNonNull(journalPluginId, "journalPluginId");
-    this.snapshotPluginId = Objects.requireNonNull(snapshotPluginId, "snapshotPluginId");
-    this.backoffMin = requirePositive(CONFIG_PATH + "." + "failure-backoff.min", backoffMin);
-    this.backoffMax = requirePositive(CONFIG_PATH + "." + "failure-backoff.max", backoffMax);
-    if (backoffMax.compareTo(backoffMin) < 0) {
-      throw new SettingsException(CONFIG_PATH + ".failure-backoff.max", backoffMax,
-          "must be >= failure-backoff.min [" + backoffMin + "]");
+    positive(p + "key-window.max-age", v.keyWindowMaxAge);
+    Objects.requireNonNull(v.keyHeader, "keyHeader");
+    Objects.requireNonNull(v.journalPluginId, "journalPluginId");
+    Objects.requireNonNull(v.snapshotPluginId, "snapshotPluginId");
+    positive(p + "failure-backoff.min", v.backoffMin);
+    positive(p + "failure-backoff.max", v.backoffMax);
+    if (v.backoffMax.compareTo(v.backoffMin) < 0) {
+      throw new SettingsException(p + "failure-backoff.max", v.backoffMax,
+          "must be >= failure-backoff.min [" + v.backoffMin + "]");
     }
-    if (backoffRandomFactor < 0 || backoffRandomFactor > 1) {
-      throw new SettingsException(CONFIG_PATH + ".failure-backoff.random-factor", backoffRandomFactor,
+    if (v.backoffRandomFactor < 0 || v.backoffRandomFactor > 1) {
+      throw new SettingsException(p + "failure-backoff.random-factor", v.backoffRandomFactor,
           "must be between 0.0 and 1.0");
     }
-    this.backoffRandomFactor = backoffRandomFactor;
+    positive(p + "external-call.timeout", v.callTimeout);
+    if (v.atMostOnceLinger.isNegative()) {
+      throw new SettingsException(p + "at-most-once-linger", v.atMostOnceLinger, "must be >= 0");
+    }
+  }
+
+  private static void positive(String key, int value) {
+    if (value <= 0) {
+      throw new SettingsException(key, value, "must be > 0");
+    }
+  }
+
+  private static void positive(String key, Duration value) {
+    if (Objects.requireNonNull(value, key).isNegative() || value.isZero()) {
+      throw new SettingsException(key, value, "must be > 0");
+    }
+  }
+
+  /** The one copy method: {@code change} applied to a copy of the values, validated as new settings. */
+  private PartitionActorSettings copy(Consumer<Values> change) {
+    Values copy = v.copy();
+    change.accept(copy);
+    return new PartitionActorSettings(copy);
   }
 
   /** Settings from the actor system's configuration. */
@@ -86,222 +124,184 @@ public final class PartitionActorSettings {
    * pipeline's own {@code partition-actor} block.
    */
   public static PartitionActorSettings fromSection(Config section, String pathForErrors) {
-    String key = null;
-    try {
-      key = "delivery-mode";
-      DeliveryMode mode = DeliveryMode.fromConfig(pathForErrors + "." + key, section.getString(key));
-      key = "snapshot-every";
-      int snapshotEvery = section.getInt(key);
-      key = "keep-snapshots";
-      int keep = section.getInt(key);
-      key = "key-window.enabled";
-      boolean enabled = section.getBoolean(key);
-      key = "key-window.max-keys";
-      int maxKeys = section.getInt(key);
-      key = "key-window.max-age";
-      Duration maxAge = section.getDuration(key);
-      key = "key-window.header";
-      String header = section.getString(key);
-      key = "journal-plugin-id";
-      String journal = section.getString(key);
-      key = "snapshot-plugin-id";
-      String snapshot = section.getString(key);
-      key = "failure-backoff.min";
-      Duration min = section.getDuration(key);
-      key = "failure-backoff.max";
-      Duration max = section.getDuration(key);
-      key = "failure-backoff.random-factor";
-      double random = section.getDouble(key);
-      key = "per-key-ordering";
-      boolean perKey = section.getBoolean(key);
-      key = "external-call.timeout";
-      Duration callTimeout = section.getDuration(key);
-      key = "at-most-once-linger";
-      Duration linger = section.getDuration(key);
-      return new PartitionActorSettings(mode, snapshotEvery, keep, enabled, maxKeys, maxAge, header, journal,
-          snapshot, min, max, random, perKey, callTimeout, linger);
-    } catch (ConfigException.WrongType | ConfigException.BadValue e) {
-      throw new SettingsException(pathForErrors + "." + key, describe(section, key),
-          "has the wrong type or format (" + e.getMessage() + ")");
-    } catch (ConfigException.Missing e) {
-      throw new SettingsException(pathForErrors + "." + key, "missing", "must be set (see reference.conf)");
-    } catch (SettingsException e) {
-      if (pathForErrors.equals(CONFIG_PATH) || !e.key().startsWith(CONFIG_PATH)) {
-        throw e;
-      }
-      throw new SettingsException(pathForErrors + e.key().substring(CONFIG_PATH.length()), e.value(), e.rule());
-    }
+    return PartitionActorConfig.read(section, pathForErrors);
   }
 
-  private static String describe(Config section, String key) {
-    try {
-      return section.getValue(key).unwrapped().toString();
-    } catch (RuntimeException e) {
-      return "?";
-    }
+  /** Settings of {@code values} (read from configuration), validated. */
+  static PartitionActorSettings of(Values values) {
+    return new PartitionActorSettings(values);
   }
 
-  /** The largest key window a partition can hold (its index is one array of two slots a key). */
-  private static final int MAX_WINDOW_KEYS = 1 << 29;
-
-  private static int requirePositive(String key, int value) {
-    if (value <= 0) {
-      throw new SettingsException(key, value, "must be > 0");
-    }
-    return value;
-  }
-
-  private static Duration requirePositive(String key, Duration value) {
-    if (value.isNegative() || value.isZero()) {
-      throw new SettingsException(key, value, "must be > 0");
-    }
-    return value;
-  }
-
+  /** {@code delivery-mode}. */
   public DeliveryMode deliveryMode() {
-    return deliveryMode;
-  }
-
-  public int snapshotEvery() {
-    return snapshotEvery;
-  }
-
-  public int keepSnapshots() {
-    return keepSnapshots;
-  }
-
-  public boolean keyWindowEnabled() {
-    return keyWindowEnabled;
-  }
-
-  public int keyWindowMaxKeys() {
-    return keyWindowMaxKeys;
-  }
-
-  public Duration keyWindowMaxAge() {
-    return keyWindowMaxAge;
-  }
-
-  /** The header holding the business key by default; empty for none. */
-  public String keyHeader() {
-    return keyHeader;
-  }
-
-  public String journalPluginId() {
-    return journalPluginId;
-  }
-
-  public String snapshotPluginId() {
-    return snapshotPluginId;
-  }
-
-  public Duration backoffMin() {
-    return backoffMin;
-  }
-
-  public Duration backoffMax() {
-    return backoffMax;
-  }
-
-  public double backoffRandomFactor() {
-    return backoffRandomFactor;
-  }
-
-  /** Whether later records of a dead-lettered key are parked until it is replayed. */
-  public boolean perKeyOrdering() {
-    return perKeyOrdering;
-  }
-
-  public PartitionActorSettings withPerKeyOrdering(boolean value) {
-    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        value, callTimeout, atMostOnceLinger);
-  }
-
-  /** How long an external call ({@code Effects.call}) may take before it fails as retriable. */
-  public Duration callTimeout() {
-    return callTimeout;
-  }
-
-  public PartitionActorSettings withCallTimeout(Duration value) {
-    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, value, atMostOnceLinger);
-  }
-
-  /**
-   * at-most-once: how long the effects of a batch wait for the next batch's offset write to carry
-   * them before they are written alone; zero writes them at once.
-   */
-  public Duration atMostOnceLinger() {
-    return atMostOnceLinger;
-  }
-
-  public PartitionActorSettings withAtMostOnceLinger(Duration value) {
-    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout, value);
+    return v.deliveryMode;
   }
 
   public PartitionActorSettings withDeliveryMode(DeliveryMode value) {
-    return new PartitionActorSettings(value, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout, atMostOnceLinger);
+    return copy(c -> c.deliveryMode = value);
+  }
+
+  /** {@code snapshot-every}: journal writes between snapshots. */
+  public int snapshotEvery() {
+    return v.snapshotEvery;
   }
 
   public PartitionActorSettings withSnapshotEvery(int value) {
-    return new PartitionActorSettings(deliveryMode, value, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout, atMostOnceLinger);
+    return copy(c -> c.snapshotEvery = value);
   }
 
+  /** {@code keep-snapshots}: snapshots kept per partition. */
+  public int keepSnapshots() {
+    return v.keepSnapshots;
+  }
+
+  public PartitionActorSettings withKeepSnapshots(int value) {
+    return copy(c -> c.keepSnapshots = value);
+  }
+
+  /** {@code key-window.enabled}. */
+  public boolean keyWindowEnabled() {
+    return v.keyWindowEnabled;
+  }
+
+  public PartitionActorSettings withKeyWindowEnabled(boolean value) {
+    return copy(c -> c.keyWindowEnabled = value);
+  }
+
+  /** {@code key-window.max-keys}. */
+  public int keyWindowMaxKeys() {
+    return v.keyWindowMaxKeys;
+  }
+
+  public PartitionActorSettings withKeyWindowMaxKeys(int value) {
+    return copy(c -> c.keyWindowMaxKeys = value);
+  }
+
+  /** {@code key-window.max-age}. */
+  public Duration keyWindowMaxAge() {
+    return v.keyWindowMaxAge;
+  }
+
+  public PartitionActorSettings withKeyWindowMaxAge(Duration value) {
+    return copy(c -> c.keyWindowMaxAge = value);
+  }
+
+  /** {@code key-window.enabled}, {@code max-keys} and {@code max-age} at once. */
   public PartitionActorSettings withKeyWindow(boolean enabled, int maxKeys, Duration maxAge) {
-    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, enabled, maxKeys, maxAge,
-        keyHeader, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout, atMostOnceLinger);
+    return copy(c -> {
+      c.keyWindowEnabled = enabled;
+      c.keyWindowMaxKeys = maxKeys;
+      c.keyWindowMaxAge = maxAge;
+    });
+  }
+
+  /** {@code key-window.header}: the header holding the business key by default; empty for none. */
+  public String keyHeader() {
+    return v.keyHeader;
   }
 
   public PartitionActorSettings withKeyHeader(String value) {
-    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, value, journalPluginId, snapshotPluginId, backoffMin, backoffMax, backoffRandomFactor,
-        perKeyOrdering, callTimeout, atMostOnceLinger);
+    return copy(c -> c.keyHeader = value);
   }
 
+  /** {@code journal-plugin-id}. */
+  public String journalPluginId() {
+    return v.journalPluginId;
+  }
+
+  public PartitionActorSettings withJournalPluginId(String value) {
+    return copy(c -> c.journalPluginId = value);
+  }
+
+  /** {@code snapshot-plugin-id}. */
+  public String snapshotPluginId() {
+    return v.snapshotPluginId;
+  }
+
+  public PartitionActorSettings withSnapshotPluginId(String value) {
+    return copy(c -> c.snapshotPluginId = value);
+  }
+
+  /** {@code failure-backoff.min}. */
+  public Duration backoffMin() {
+    return v.backoffMin;
+  }
+
+  /** {@code failure-backoff.max}. */
+  public Duration backoffMax() {
+    return v.backoffMax;
+  }
+
+  /** {@code failure-backoff.min} and {@code max}. */
   public PartitionActorSettings withFailureBackoff(Duration min, Duration max) {
-    return new PartitionActorSettings(deliveryMode, snapshotEvery, keepSnapshots, keyWindowEnabled, keyWindowMaxKeys,
-        keyWindowMaxAge, keyHeader, journalPluginId, snapshotPluginId, min, max, backoffRandomFactor, perKeyOrdering,
-        callTimeout, atMostOnceLinger);
+    return copy(c -> {
+      c.backoffMin = min;
+      c.backoffMax = max;
+    });
   }
 
-  // The key window's clock per incarnation; only this package's tests replace it (a node whose clock runs
-  // ahead). Set on a fresh copy only, so settings stay immutable to everybody else.
-  // The clocks the key window ages by (see WindowClock): the system's, or a test's.
-  private java.util.function.LongSupplier wallMillis = System::currentTimeMillis;
-  private java.util.function.LongSupplier monotonicNanos = System::nanoTime;
-
-  PartitionActorSettings withClocks(java.util.function.LongSupplier wallMillis,
-      java.util.function.LongSupplier monotonicNanos) {
-    PartitionActorSettings copy = withFailureBackoff(backoffMin, backoffMax);
-    copy.wallMillis = wallMillis;
-    copy.monotonicNanos = monotonicNanos;
-    return copy;
+  /** {@code failure-backoff.random-factor}. */
+  public double backoffRandomFactor() {
+    return v.backoffRandomFactor;
   }
 
-  java.util.function.LongSupplier wallMillis() {
-    return wallMillis;
+  public PartitionActorSettings withFailureBackoffRandomFactor(double value) {
+    return copy(c -> c.backoffRandomFactor = value);
   }
 
-  java.util.function.LongSupplier monotonicNanos() {
-    return monotonicNanos;
+  /** {@code per-key-ordering}: whether later records of a dead-lettered key are parked until it is replayed. */
+  public boolean perKeyOrdering() {
+    return v.perKeyOrdering;
+  }
+
+  public PartitionActorSettings withPerKeyOrdering(boolean value) {
+    return copy(c -> c.perKeyOrdering = value);
+  }
+
+  /** {@code external-call.timeout}: how long an external call ({@code Effects.call}) may take before it fails as retriable. */
+  public Duration callTimeout() {
+    return v.callTimeout;
+  }
+
+  public PartitionActorSettings withCallTimeout(Duration value) {
+    return copy(c -> c.callTimeout = value);
+  }
+
+  /**
+   * {@code at-most-once-linger}: how long the effects of a batch wait for the next batch's offset
+   * write to carry them before they are written alone; zero writes them at once.
+   */
+  public Duration atMostOnceLinger() {
+    return v.atMostOnceLinger;
+  }
+
+  public PartitionActorSettings withAtMostOnceLinger(Duration value) {
+    return copy(c -> c.atMostOnceLinger = value);
+  }
+
+  /** The key window's clocks: only this package's tests replace them (a node whose clock runs ahead). */
+  PartitionActorSettings withClocks(LongSupplier wallMillis, LongSupplier monotonicNanos) {
+    return copy(c -> {
+      c.wallMillis = wallMillis;
+      c.monotonicNanos = monotonicNanos;
+    });
+  }
+
+  LongSupplier wallMillis() {
+    return v.wallMillis;
+  }
+
+  LongSupplier monotonicNanos() {
+    return v.monotonicNanos;
   }
 
   @Override
   public String toString() {
-    return "PartitionActorSettings(deliveryMode=" + deliveryMode.configValue() + ", snapshotEvery=" + snapshotEvery
-        + ", keepSnapshots=" + keepSnapshots + ", keyWindow=" + (keyWindowEnabled ? keyWindowMaxKeys + " keys/"
-        + keyWindowMaxAge : "off") + ", keyHeader=" + keyHeader + ", journalPluginId=" + journalPluginId
-        + ", snapshotPluginId=" + snapshotPluginId + ", failureBackoff=" + backoffMin + ".." + backoffMax
-        + " x" + backoffRandomFactor + ", perKeyOrdering=" + perKeyOrdering + ", callTimeout=" + callTimeout
-        + ", atMostOnceLinger=" + atMostOnceLinger + ")";
+    return "PartitionActorSettings(deliveryMode=" + v.deliveryMode.configValue() + ", snapshotEvery="
+        + v.snapshotEvery + ", keepSnapshots=" + v.keepSnapshots + ", keyWindow=" + (v.keyWindowEnabled
+        ? v.keyWindowMaxKeys + " keys/" + v.keyWindowMaxAge : "off") + ", keyHeader=" + v.keyHeader
+        + ", journalPluginId=" + v.journalPluginId + ", snapshotPluginId=" + v.snapshotPluginId + ", failureBackoff="
+        + v.backoffMin + ".." + v.backoffMax + " x" + v.backoffRandomFactor + ", perKeyOrdering=" + v.perKeyOrdering
+        + ", callTimeout=" + v.callTimeout + ", atMostOnceLinger=" + v.atMostOnceLinger + ")";
   }
 }

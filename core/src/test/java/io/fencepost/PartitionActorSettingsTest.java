@@ -9,6 +9,8 @@ import java.time.Duration;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.errors.SettingsException;
+import java.util.List;
+
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.Test;
@@ -70,5 +72,32 @@ class PartitionActorSettingsTest {
         + "are dropped; hop 3: effects atomic with the next offset in one write to journal jdbc-journal: nothing "
         + "lost, nothing doubled", text);
     assertTrue(GuaranteeStatement.of(s.withDeliveryMode(DeliveryMode.AT_MOST_ONCE), "j").hop3().contains("LOSES"));
+  }
+
+  /** One copy method: every withX keeps every other value (the window's clocks included) and is validated. */
+  @Test
+  void everyWithKeepsTheOtherValuesAndIsValidatedNamingItsKey() {
+    PartitionActorSettings base = PartitionActorSettings.create(ConfigFactory.defaultReference());
+    java.util.function.LongSupplier wall = () -> 42L;
+    java.util.function.LongSupplier mono = () -> 7L;
+    PartitionActorSettings changed = base.withClocks(wall, mono).withSnapshotEvery(5).withKeepSnapshots(3)
+        .withKeyWindowMaxKeys(10).withKeyWindowMaxAge(java.time.Duration.ofMinutes(1)).withKeyWindowEnabled(false)
+        .withJournalPluginId("j").withSnapshotPluginId("s").withFailureBackoffRandomFactor(0.5);
+    assertEquals(42L, changed.wallMillis().getAsLong(), "a later withX keeps the clocks");
+    assertEquals(7L, changed.monotonicNanos().getAsLong());
+    assertEquals(List.of(5, 3, 10), List.of(changed.snapshotEvery(), changed.keepSnapshots(),
+        changed.keyWindowMaxKeys()));
+    assertEquals(List.of("j", "s"), List.of(changed.journalPluginId(), changed.snapshotPluginId()));
+    assertEquals(false, changed.keyWindowEnabled());
+    assertEquals(0.5, changed.backoffRandomFactor());
+    assertEquals(base.deliveryMode(), changed.deliveryMode());
+    assertEquals(1000, base.snapshotEvery(), "settings are immutable");
+
+    assertEquals("fencepost.partition-actor.keep-snapshots",
+        assertThrows(SettingsException.class, () -> base.withKeepSnapshots(0)).key());
+    assertEquals("fencepost.partition-actor.failure-backoff.random-factor",
+        assertThrows(SettingsException.class, () -> base.withFailureBackoffRandomFactor(2)).key());
+    assertEquals("fencepost.partition-actor.key-window.max-age",
+        assertThrows(SettingsException.class, () -> base.withKeyWindowMaxAge(java.time.Duration.ZERO)).key());
   }
 }

@@ -140,7 +140,8 @@ class BadInputIT {
       PipelineSettings settings = PipelineSettings.create(system, "badinput")
           .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
           .withGroupId(KafkaBroker.uniqueName("bad-group")).withBatch(200, Duration.ofMillis(20))
-          .withHandlerRetry(new PipelineSettings.HandlerRetry(Duration.ofMillis(20), Duration.ofMillis(100), 2.0, 3));
+          .withHandlerRetry(PipelineSettings.create(system, "badinput").handlerRetry().withInitial(Duration.ofMillis(20))
+              .withMax(Duration.ofMillis(100)).withMultiplier(2.0).withMaxAttempts(3));
       Pipeline pipeline = KafkaPipeline.create(system, Picky::new, new KafkaPipelineIT.PaymentDeserializer(), settings)
           .start();
       long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();

@@ -239,7 +239,7 @@ class OffsetGapsIT {
       }
       PipelineSettings settings = PipelineSettings.create(system, "retention")
           .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group);
-      assertEquals("latest", settings.autoOffsetReset());
+      assertEquals(io.fencepost.kafka.AutoOffsetReset.LATEST, settings.autoOffsetReset());
       Pipeline second = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "retention"),
           new KafkaPipelineIT.PaymentDeserializer(), settings).start();
       PartitionView view = awaitNext(second, 300, Duration.ofMinutes(1));

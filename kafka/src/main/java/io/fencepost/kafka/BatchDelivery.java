@@ -286,7 +286,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
           if (range != null && range.complete() && missing.isEmpty()) {
             if (range.deletedPart() && fresh) {
               log.info("[{}] first records of the partition: it starts at the log start {} (auto-offset-reset "
-                  + "{})", work.id.shortName(), range.logStart(), settings.autoOffsetReset());
+                  + "{})", work.id.shortName(), range.logStart(), settings.autoOffsetReset().configValue());
             } else if (range.deletedPart()) {
               log.error("[{}] records at offsets [{}..{}] were deleted by retention before they were applied: they are "
                   + "lost (raise the topic's retention.ms or alert on consumer lag)", work.id.shortName(), from,

@@ -82,7 +82,7 @@ final class SeekTargets implements OwnershipSeams.StartOffsets {
    */
   private CompletionStage<Long> target(PartitionId id, PartitionProgress progress, OptionalLong stored) {
     TopicPartition tp = new TopicPartition(id.topic(), id.partition());
-    if (stored.isEmpty() && settings.autoOffsetReset().equals("latest")) {
+    if (stored.isEmpty() && settings.autoOffsetReset() == AutoOffsetReset.LATEST) {
       Long first = freshStarts.get(tp);
       CompletionStage<Long> end = first != null ? CompletableFuture.completedFuture(first)
           : listOffset(tp, OffsetSpec.latest()).thenApply(e -> freshStarts.computeIfAbsent(tp, k -> e));

@@ -189,12 +189,13 @@ class PartitionOwnershipTest {
   }
 
   private PartitionOwnership start(Duration drainTimeout, Map<String, Object> consumerProperties) {
-    PipelineSettings settings = PipelineSettings.create(kit.system(), "ownership-test")
+    PipelineSettings base = PipelineSettings.create(kit.system(), "ownership-test");
+    PipelineSettings settings = base
         .withBootstrapServers("unused:9092").withTopics(List.of(TOPIC)).withGroupId("g")
         .withBatch(5, Duration.ofMillis(200))
-        .withRetryBackoff(new PipelineSettings.RetryBackoff(Duration.ofMillis(10), Duration.ofMillis(50)))
+        .withRetryBackoff(base.retryBackoff().withMin(Duration.ofMillis(10)).withMax(Duration.ofMillis(50)))
         .withDrainTimeout(drainTimeout)
-        .withCommit(new PipelineSettings.Commit(1_000_000, Duration.ofHours(1)));
+        .withCommit(base.commit().withMaxBatch(1_000_000).withMaxInterval(Duration.ofHours(1)));
     KafkaClients clients = properties -> {
       TestConsumer c = new TestConsumer();
       consumers.add(c);

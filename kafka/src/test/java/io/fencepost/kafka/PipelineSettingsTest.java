@@ -87,14 +87,14 @@ class PipelineSettingsTest {
     PipelineSettings base = PipelineSettings.create(with(VALID), "ledger");
     PipelineSettings changed = base.withAskTimeout(Duration.ofSeconds(25))
         .withBatch(base.batch().withMaxRecords(50))
-        .withCommit(new PipelineSettings.Commit(10, Duration.ofMillis(300)))
+        .withCommit(base.commit().withMaxBatch(10).withMaxInterval(Duration.ofMillis(300)))
         .withHandlerRetry(base.handlerRetry().withMaxAttempts(2))
         .withDeadLetter(base.deadLetter().withCreateTopic(false))
-        .withRetryBackoff(new PipelineSettings.RetryBackoff(Duration.ofMillis(5), Duration.ofMillis(50)))
+        .withRetryBackoff(base.retryBackoff().withMin(Duration.ofMillis(5)).withMax(Duration.ofMillis(50)))
         .withStallTimeout(Duration.ofSeconds(7))
         .withDrainTimeout(Duration.ofSeconds(2))
         .withProgressInterval(Duration.ZERO)
-        .withAutoOffsetReset("LATEST");
+        .withAutoOffsetReset(AutoOffsetReset.LATEST);
     assertEquals(Duration.ofSeconds(25), changed.askTimeout());
     assertEquals(50, changed.batch().maxRecords());
     assertEquals(Duration.ofMillis(20), changed.batch().maxLatency());
@@ -105,7 +105,7 @@ class PipelineSettingsTest {
     assertEquals(Duration.ofMillis(50), changed.retryBackoff().max());
     assertEquals(Duration.ofSeconds(7), changed.stallTimeout());
     assertEquals(Duration.ZERO, changed.progressInterval());
-    assertEquals("latest", changed.autoOffsetReset());
+    assertEquals(AutoOffsetReset.LATEST, changed.autoOffsetReset());
     assertEquals(Duration.ofSeconds(30), base.askTimeout(), "settings are immutable");
     assertEquals(Duration.ofSeconds(30), base.progressInterval());
     assertEquals(1000, base.batch().maxRecords());
