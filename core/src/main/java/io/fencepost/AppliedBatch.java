@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
+import io.fencepost.annotation.InternalApi;
 import io.fencepost.internal.BatchEvent;
 
 /**
@@ -27,14 +28,14 @@ import io.fencepost.internal.BatchEvent;
  * @param deadLetters the offsets (with their errors) given up on in this batch
  * @param outbox the records this batch put in the outbox, in order (the relay publishes them)
  * @param calls the external calls' outcomes this entry journaled
- * @param appliedKeyDigests the business keys of the records this batch applied, as 128-bit digests
+ * @param appliedKeyDigests INTERNAL API (verification reads it): the business keys of the records this batch applied, as 128-bit digests
  *     ({@code [high0, low0, high1, low1, ...]}: the first 16 bytes of the key's UTF-8 SHA-256, read
  *     as two big-endian longs); records without a business key have none, and with the key window off
  *     ({@code key-window.enabled = off}) no record has one
  */
 public record AppliedBatch(long fromOffset, long nextOffset, List<Object> events, String incarnation,
     Instant writtenAt, int applied, int droppedByKey, List<DeadLetterView> deadLetters, List<OutboxRecord> outbox,
-    List<CallView> calls, long[] appliedKeyDigests) {
+    List<CallView> calls, @InternalApi long[] appliedKeyDigests) {
 
   /** An external call's journaled outcome: the record's offset, the idempotency key, the outcome. */
   public record CallView(long offset, String key, String outcome) {

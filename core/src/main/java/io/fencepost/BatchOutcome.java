@@ -2,9 +2,11 @@ package io.fencepost;
 
 import java.util.Objects;
 
+import io.fencepost.annotation.InternalApi;
 import io.fencepost.errors.FencepostException;
 
-/** The reply to {@link PartitionCommand.ApplyBatch}. */
+/** INTERNAL API: the reply to {@link PartitionCommand.ApplyBatch}. */
+@InternalApi
 public sealed interface BatchOutcome permits BatchOutcome.Applied, BatchOutcome.Rejected {
 
   /** The partition the batch was for. */

@@ -2,6 +2,8 @@ package io.fencepost;
 
 import java.util.Locale;
 
+import io.fencepost.errors.SettingsException;
+
 /**
  * In which order a partition actor makes its effects and its offset durable, which decides what a
  * crash does. Set per actor type with {@code fencepost.partition-actor.delivery-mode}.
@@ -44,7 +46,7 @@ public enum DeliveryMode {
         return m;
       }
     }
-    throw new io.fencepost.errors.SettingsException(key, value,
+    throw new SettingsException(key, value,
         "must be one of exactly-once, at-least-once, at-most-once");
   }
 }

@@ -2,6 +2,7 @@ package io.fencepost;
 
 import java.util.Objects;
 
+import io.fencepost.annotation.InternalApi;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Metrics;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -66,9 +67,10 @@ public final class FencepostMeters implements Extension {
   }
 
   /**
-   * The registry for a meter about to be registered. Fencepost's own meter code calls it; from then
+   * INTERNAL API. The registry for a meter about to be registered. Fencepost's own meter code calls it; from then
    * on {@link #use} refuses another registry. Applications read the meters with {@link #registry()}.
    */
+  @InternalApi
   public synchronized MeterRegistry registryForNewMeter() {
     registered = true;
     return registry;

@@ -1,5 +1,7 @@
 package io.fencepost;
 
+import java.time.Duration;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -20,7 +22,7 @@ public record GuaranteeStatement(DeliveryMode mode, String hop1, String hop2, St
   /** The statement for these settings; {@code journal} names where effects are written. */
   public static GuaranteeStatement of(PartitionActorSettings s, String journal) {
     String hop1 = s.keyWindowEnabled()
-        ? "business-key window " + human(s.keyWindowMaxAge()) + " / " + String.format(java.util.Locale.ROOT, "%,d", s.keyWindowMaxKeys())
+        ? "business-key window " + human(s.keyWindowMaxAge()) + " / " + String.format(Locale.ROOT, "%,d", s.keyWindowMaxKeys())
             + " keys per partition (a re-send older than the window is applied again)"
         : "none: business-key window off; a producer-side re-send at a new offset is applied again";
     String hop2 = "offset fence, no expiry: offsets below the stored next offset are dropped";
@@ -35,7 +37,7 @@ public record GuaranteeStatement(DeliveryMode mode, String hop1, String hop2, St
     return new GuaranteeStatement(s.deliveryMode(), hop1, hop2, hop3);
   }
 
-  private static String human(java.time.Duration d) {
+  private static String human(Duration d) {
     if (d.toHours() > 0 && d.toMinutesPart() == 0 && d.toSecondsPart() == 0) {
       return d.toHours() + "h";
     }

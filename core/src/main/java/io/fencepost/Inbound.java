@@ -1,5 +1,7 @@
 package io.fencepost;
 
+import io.fencepost.annotation.InternalApi;
+
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
@@ -115,10 +117,11 @@ public record Inbound<V>(PartitionId partition, long offset, Optional<String> ke
   public static final String ORIGIN_ID_HEADER = ReplayIds.ORIGIN_HEADER;
 
   /**
-   * The offset of the dead letter that a record of {@code partition} with header
+   * INTERNAL API. The offset of the dead letter that a record of {@code partition} with header
    * {@value #REPLAY_OF_HEADER} = {@code headerValue} replays; empty when the value is missing or names
    * another group, topic or partition (a header copied by a mirror does not make a record a replay).
    */
+  @InternalApi
   public static OptionalLong replayedOffset(PartitionId partition, String headerValue) {
     return ReplayIds.replayOf(partition, headerValue);
   }

@@ -3,6 +3,7 @@ package io.fencepost;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 
 import io.fencepost.internal.OffsetResetBehavior;
@@ -55,7 +56,7 @@ public final class OffsetReset {
         replyTo -> new OffsetResetBehavior.Command(nextOffset, replyTo), timeout, system.scheduler())
         .handle((before, error) -> {
           if (error != null) {
-            throw new java.util.concurrent.CompletionException(new IllegalStateException("the reset of "
+            throw new CompletionException(new IllegalStateException("the reset of "
                 + partition.shortName() + " to " + nextOffset + " did not complete within " + timeout + ": the "
                 + "journal is unreachable, or a partition actor wrote meanwhile (its write wins; is the pipeline still "
                 + "consuming the partition?). Nothing or the whole reset was written: look at the stored offset and "

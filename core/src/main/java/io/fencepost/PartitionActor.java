@@ -10,6 +10,7 @@ import org.apache.pekko.actor.typed.BehaviorSignalInterceptor;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.Signal;
 import org.apache.pekko.actor.typed.TypedActorContext;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.slf4j.Logger;
 
@@ -121,7 +122,8 @@ public abstract class PartitionActor<V, S, E> {
   }
 
   /**
-   * The behavior of one partition's actor, for Cluster Sharding or a plain spawn.
+   * The behavior of one partition's actor, spawned by the pipeline on the node its partition is
+   * assigned to (or by a test).
    *
    * @param factory makes the user's actor from its context, e.g. {@code LedgerActor::new}
    */
@@ -137,7 +139,7 @@ public abstract class PartitionActor<V, S, E> {
   }
 
   private static <V, S, E> Behavior<PartitionCommand> bind(
-      org.apache.pekko.actor.typed.javadsl.ActorContext<PartitionCommand> ctx, PartitionContext pc,
+      ActorContext<PartitionCommand> ctx, PartitionContext pc,
       PartitionActor<V, S, E> actor) {
     PartitionBehavior<V, S, E> behavior = new PartitionBehavior<>(ctx, pc, actor);
     // Outside the behavior's own restart supervision, which holds signals back while it backs off:

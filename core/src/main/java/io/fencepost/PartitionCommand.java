@@ -3,6 +3,7 @@ package io.fencepost;
 import java.util.List;
 import java.util.Objects;
 
+import io.fencepost.annotation.InternalApi;
 import org.apache.pekko.actor.typed.ActorRef;
 
 /**
@@ -14,7 +15,8 @@ public sealed interface PartitionCommand
     PartitionCommand.Stop, SelfCommand {
 
   /**
-   * Apply a batch of records of this partition, in offset order. The reply comes after the journal
+   * INTERNAL API: sent by the pipeline (and the test kit), not by applications. Apply a batch of
+   * records of this partition, in offset order. The reply comes after the journal
    * write is durable (or at once, without a write, when every record is a redelivery).
    * {@code deadLetters} are records already published to the dead-letter topic: they are journaled
    * and the offset moves past them, in the same write; a dead letter replaces a record at its offset.
@@ -27,6 +29,7 @@ public sealed interface PartitionCommand
    * not dense (transaction markers, aborted and compacted records leave holes), so only the sender,
    * which can read the log, can vouch for a hole.
    */
+  @InternalApi
   record ApplyBatch(List<Inbound<?>> records, List<DeadLetter> deadLetters, long coveredFrom,
       ActorRef<BatchOutcome> replyTo) implements PartitionCommand {
     public ApplyBatch {

@@ -4,7 +4,7 @@ import java.util.Objects;
 
 /**
  * The identity of one partition of one consumer group: {@code (group, topic, partition)}. One
- * {@link PartitionActor} owns each, under the entity id {@code group|topic|partition}.
+ * {@link PartitionActor} owns each; its journal entries are under {@link #persistenceId()}.
  */
 public record PartitionId(String group, String topic, int partition) {
 
@@ -23,14 +23,14 @@ public record PartitionId(String group, String topic, int partition) {
     }
   }
 
-  /** {@code group|topic|partition}: the actor's entity id (its persistence id is derived from it). */
-  public String entityId() {
+  /** {@code group|topic|partition}: the partition's name in errors and metrics, and in its persistence id. */
+  public String qualifiedName() {
     return group + "|" + topic + "|" + partition;
   }
 
   /** {@code fencepost|group|topic|partition}: the journal's persistence id. */
   public String persistenceId() {
-    return "fencepost|" + entityId();
+    return "fencepost|" + qualifiedName();
   }
 
   /** {@code topic-partition}, the short form used in log lines. */
@@ -47,21 +47,8 @@ public record PartitionId(String group, String topic, int partition) {
     return group + "-" + topic + "-" + partition + "-" + offset;
   }
 
-  /** Parses {@link #entityId()}. */
-  public static PartitionId fromEntityId(String entityId) {
-    String[] parts = entityId.split("\\|");
-    if (parts.length != 3) {
-      throw new IllegalArgumentException("entity id must be group|topic|partition, was [" + entityId + "]");
-    }
-    try {
-      return new PartitionId(parts[0], parts[1], Integer.parseInt(parts[2]));
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("entity id's partition must be a number, was [" + entityId + "]", e);
-    }
-  }
-
   @Override
   public String toString() {
-    return entityId();
+    return qualifiedName();
   }
 }

@@ -2,6 +2,9 @@ package io.fencepost;
 
 import java.util.List;
 
+import io.fencepost.internal.WindowImage;
+import io.fencepost.internal.WindowSegment;
+
 /** The messages a partition actor sends itself; never sent by a pipeline, never sent remotely. */
 sealed interface SelfCommand extends PartitionCommand permits SelfCommand.RunAccepted, SelfCommand.CallDone,
     SelfCommand.FlushEffects, SelfCommand.WindowRead {
@@ -15,7 +18,7 @@ sealed interface SelfCommand extends PartitionCommand permits SelfCommand.RunAcc
   }
 
   /** The key window segments {@code image} refers to were read (or {@code failure}). */
-  record WindowRead(io.fencepost.internal.WindowImage image, List<io.fencepost.internal.WindowSegment> segments,
+  record WindowRead(WindowImage image, List<WindowSegment> segments,
       Throwable failure, long startedNanos) implements SelfCommand {
   }
 

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.time.Duration;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -16,6 +16,8 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.internal.BatchEvent;
+import io.fencepost.internal.PartitionState;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -26,7 +28,6 @@ import org.apache.pekko.persistence.testkit.ProcessingSuccess$;
 import org.apache.pekko.persistence.testkit.StorageFailure;
 import org.apache.pekko.persistence.testkit.WriteEvents;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -119,7 +120,7 @@ class AtMostOnceWritesTest {
     kit.createTestProbe().expectTerminated(actor, Duration.ofSeconds(10));
   }
 
-  private static final long NONE = io.fencepost.internal.PartitionState.NO_OFFSET;
+  private static final long NONE = PartitionState.NO_OFFSET;
 
   @Test
   void aBatchsEffectsRideOnTheNextBatchsOffsetWriteAndAStopWritesTheLast() {

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -204,7 +205,7 @@ class ExternalCallAndOutboxTest {
   }
 
   private Map<String, Integer> counts() {
-    Map<String, Integer> out = new java.util.TreeMap<>();
+    Map<String, Integer> out = new TreeMap<>();
     calls.forEach((k, v) -> out.put(k, v.get()));
     return out;
   }

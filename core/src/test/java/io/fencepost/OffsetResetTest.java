@@ -2,9 +2,13 @@ package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -62,16 +66,16 @@ class OffsetResetTest {
   void aResetBackForgetsWhatItsStateKeptByOffsetOfTheOldLog() throws Exception {
     ActorRef<PartitionCommand> actor = spawn();
     InMemoryPartitions.apply(kit, actor, List.of(Inbound.of(partition, 0, "a")), new DeadLetter(partition, 1,
-        java.util.Optional.empty(), "java.lang.IllegalStateException", "boom", 1));
+        Optional.empty(), "java.lang.IllegalStateException", "boom", 1));
     kit.stop(actor, Duration.ofSeconds(10));
 
     assertEquals(new OffsetReset.Result(partition, 2, 0), reset(0));
     actor = spawn();
     // The old log's dead letter at 1 is not replayable: offset 1 now names another record.
-    Inbound<String> replay = new Inbound<>(partition, 0, java.util.Optional.empty(), "replayed", java.util.Map.of(
+    Inbound<String> replay = new Inbound<>(partition, 0, Optional.empty(), "replayed", Map.of(
         ReplayIds.HEADER,
-        ReplayIds.id(partition, 1).getBytes(java.nio.charset.StandardCharsets.UTF_8)),
-        java.time.Instant.now());
+        ReplayIds.id(partition, 1).getBytes(StandardCharsets.UTF_8)),
+        Instant.now());
     BatchOutcome.Applied outcome = InMemoryPartitions.apply(kit, actor, List.of(replay));
     assertEquals(0, outcome.applied());
     assertEquals(1, outcome.droppedRedelivery());

@@ -5,15 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.function.LongSupplier;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.errors.SettingsException;
-import java.util.List;
-
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-import org.junit.jupiter.api.Test;
 
 class PartitionActorSettingsTest {
 
@@ -78,10 +78,10 @@ class PartitionActorSettingsTest {
   @Test
   void everyWithKeepsTheOtherValuesAndIsValidatedNamingItsKey() {
     PartitionActorSettings base = PartitionActorSettings.create(ConfigFactory.defaultReference());
-    java.util.function.LongSupplier wall = () -> 42L;
-    java.util.function.LongSupplier mono = () -> 7L;
+    LongSupplier wall = () -> 42L;
+    LongSupplier mono = () -> 7L;
     PartitionActorSettings changed = base.withClocks(wall, mono).withSnapshotEvery(5).withKeepSnapshots(3)
-        .withKeyWindowMaxKeys(10).withKeyWindowMaxAge(java.time.Duration.ofMinutes(1)).withKeyWindowEnabled(false)
+        .withKeyWindowMaxKeys(10).withKeyWindowMaxAge(Duration.ofMinutes(1)).withKeyWindowEnabled(false)
         .withJournalPluginId("j").withSnapshotPluginId("s").withFailureBackoffRandomFactor(0.5);
     assertEquals(42L, changed.wallMillis().getAsLong(), "a later withX keeps the clocks");
     assertEquals(7L, changed.monotonicNanos().getAsLong());
@@ -98,6 +98,6 @@ class PartitionActorSettingsTest {
     assertEquals("fencepost.partition-actor.failure-backoff.random-factor",
         assertThrows(SettingsException.class, () -> base.withFailureBackoffRandomFactor(2)).key());
     assertEquals("fencepost.partition-actor.key-window.max-age",
-        assertThrows(SettingsException.class, () -> base.withKeyWindowMaxAge(java.time.Duration.ZERO)).key());
+        assertThrows(SettingsException.class, () -> base.withKeyWindowMaxAge(Duration.ZERO)).key());
   }
 }

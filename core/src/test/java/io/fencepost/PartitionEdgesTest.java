@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.NotSerializableException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,12 +21,12 @@ import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.persistence.testkit.JournalOperation;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
+import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.ProcessingPolicy;
 import org.apache.pekko.persistence.testkit.ProcessingResult;
 import org.apache.pekko.persistence.testkit.ProcessingSuccess$;
 import org.apache.pekko.persistence.testkit.Reject;
 import org.apache.pekko.persistence.testkit.WriteEvents;
-import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -180,7 +181,7 @@ class PartitionEdgesTest {
       public ProcessingResult tryProcess(String persistenceId, JournalOperation op) {
         boolean unstorable = op instanceof WriteEvents w && w.getBatch().stream()
             .anyMatch(e -> e instanceof BatchEvent b && b.events().stream().anyMatch(Unstorable.class::isInstance));
-        return unstorable ? new Reject(new java.io.NotSerializableException(Unstorable.class.getName()))
+        return unstorable ? new Reject(new NotSerializableException(Unstorable.class.getName()))
             : ProcessingSuccess$.MODULE$;
       }
     });

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 
 import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.internal.BatchEvent;
@@ -79,7 +80,7 @@ class RecoveryGapTest {
    * Asks until answered: a command that reaches the actor while a recovery of it fails is dropped
    * with that incarnation (the pipeline asks again after ask-timeout, as this does sooner).
    */
-  private <T> T ask(ActorRef<PartitionCommand> actor, java.util.function.Function<ActorRef<T>, PartitionCommand> command,
+  private <T> T ask(ActorRef<PartitionCommand> actor, Function<ActorRef<T>, PartitionCommand> command,
       Class<T> type) {
     TestProbe<T> probe = kit.createTestProbe();
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();

@@ -9,10 +9,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
+import org.apache.pekko.persistence.testkit.javadsl.SnapshotTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -28,7 +30,7 @@ class ReplayedDeadLettersTest {
   private static final PersistenceTestKit journal = PersistenceTestKit.create(kit.system());
 
   /** Idempotency keys the external calls of records valued "call" were made with. */
-  private static final List<String> CALL_KEYS = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private static final List<String> CALL_KEYS = new CopyOnWriteArrayList<>();
 
   /** Journals the offset of every record it handles and counts them; no business key. */
   static final class Keyless extends PartitionActor<String, Long, Long> {
@@ -148,8 +150,8 @@ class ReplayedDeadLettersTest {
   }
 
   private void awaitSnapshot() {
-    org.apache.pekko.persistence.testkit.javadsl.SnapshotTestKit snapshots =
-        org.apache.pekko.persistence.testkit.javadsl.SnapshotTestKit.create(kit.system());
+    SnapshotTestKit snapshots =
+        SnapshotTestKit.create(kit.system());
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
     while (snapshots.persistedInStorage(partition.persistenceId()).isEmpty() && System.nanoTime() < deadline) {
       Thread.onSpinWait();

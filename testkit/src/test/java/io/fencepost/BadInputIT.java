@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.fencepost.errors.RetriableException;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.DeadLetterReplay;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
@@ -273,10 +274,10 @@ class BadInputIT {
 
       fixed = true;
       String dlt = settings.deadLetter().topicFor(topic);
-      assertEquals(new io.fencepost.kafka.DeadLetterReplay.Result(1, 1, 0, 0),
-          io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").dryRun().run());
-      assertEquals(new io.fencepost.kafka.DeadLetterReplay.Result(1, 1, 1, 0),
-          io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withOffsets(0, 1, 1).run());
+      assertEquals(new DeadLetterReplay.Result(1, 1, 0, 0),
+          DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").dryRun().run());
+      assertEquals(new DeadLetterReplay.Result(1, 1, 1, 0),
+          DeadLetterReplay.from(broker.bootstrapServers(), dlt).withOffsets(0, 1, 1).run());
       v = awaitNextOffset(pipeline, 4);
       assertEquals(3, v.appliedRecords(), "the replayed record was applied");
       ConsumerRecord<byte[], byte[]> replayed = readAll(topic, 4).get(3);
@@ -287,7 +288,7 @@ class BadInputIT {
       assertEquals(null, header(replayed, "fencepost.error.class"), "no dead-letter headers");
 
       // An operator runs the replay again by mistake: the partition's journal shows it was replayed.
-      assertEquals(1, io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").run()
+      assertEquals(1, DeadLetterReplay.from(broker.bootstrapServers(), dlt).withKey("k2").run()
           .replayed());
       v = awaitNextOffset(pipeline, 5);
       assertEquals(3, v.appliedRecords());
@@ -330,7 +331,7 @@ class BadInputIT {
       assertEquals(List.of("1", "3", "4"), dlt.stream().map(r -> header(r, "fencepost.original.offset")).toList());
 
       fixed = true;
-      assertEquals(3, io.fencepost.kafka.DeadLetterReplay.from(broker.bootstrapServers(), settings.deadLetter().topicFor(topic))
+      assertEquals(3, DeadLetterReplay.from(broker.bootstrapServers(), settings.deadLetter().topicFor(topic))
           .withKey("k2").run().replayed());
       v = awaitNextOffset(pipeline, 9);
       assertEquals(6, v.appliedRecords(), "the failed record and then the parked ones, in order");

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -18,6 +19,7 @@ import io.fencepost.testkit.ClusterNodes;
 import io.fencepost.testkit.ClusterTls;
 import io.fencepost.testkit.Directories;
 import io.fencepost.testkit.FreePorts;
+import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.MemberStatus;
@@ -77,7 +79,7 @@ class ClusterTlsIT {
           s.terminate();
           try {
             s.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
-          } catch (java.util.concurrent.TimeoutException e) {
+          } catch (TimeoutException e) {
             System.err.println("actor system " + s.address() + " did not stop within 30 s");   // not the finding
           }
         }
@@ -96,7 +98,7 @@ class ClusterTlsIT {
 
   private static void send(ActorSystem<Void> from, int seedPort, String message) {
     from.classicSystem().actorSelection("pekko://" + SYSTEM + "@127.0.0.1:" + seedPort + "/user/inbox")
-        .tell(message, org.apache.pekko.actor.ActorRef.noSender());
+        .tell(message, ActorRef.noSender());
   }
 
   private static void awaitUp(ActorSystem<Void> seed, int members) throws InterruptedException {

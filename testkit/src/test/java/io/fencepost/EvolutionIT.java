@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,6 +32,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * An event class evolves: version 1 ({@code StockReserved(sku, qty)}) journaled the committed rows of
@@ -174,7 +178,7 @@ class EvolutionIT {
   }
 
   private static void reset() throws Exception {
-    try (java.sql.Connection c = postgres.connect(); java.sql.Statement st = c.createStatement()) {
+    try (Connection c = postgres.connect(); Statement st = c.createStatement()) {
       st.executeUpdate("DELETE FROM event_journal");
       st.executeUpdate("DELETE FROM snapshot");
     }
@@ -227,8 +231,8 @@ class EvolutionIT {
     JournalRows.load(postgres, "journal-evolution-v1.tsv");
     ActorTestKit node = node("evolution-strict", ConfigFactory.parseString(
         "pekko.serialization.jackson.deserialization-features.FAIL_ON_MISSING_CREATOR_PROPERTIES = on"));
-    ch.qos.logback.classic.Logger root = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(
-        org.slf4j.Logger.ROOT_LOGGER_NAME);
+    ch.qos.logback.classic.Logger root = (ch.qos.logback.classic.Logger) LoggerFactory.getLogger(
+        Logger.ROOT_LOGGER_NAME);
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> seen =
         new ch.qos.logback.core.read.ListAppender<>();
     seen.start();

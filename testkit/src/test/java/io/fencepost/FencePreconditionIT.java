@@ -9,6 +9,8 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 
 import io.fencepost.jdbc.JournalDatabase;
@@ -17,7 +19,11 @@ import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
+import org.apache.pekko.actor.DeadLetter;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.eventstream.EventStream;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -77,14 +83,14 @@ class FencePreconditionIT {
     String topic = KafkaBroker.uniqueName("fenced-in");
     broker.createTopic(topic, 1);
     ActorSystem<Void> system = KafkaPipelineIT.node("fence", db);
-    java.util.Queue<Object> deadLetters = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    system.eventStream().tell(new org.apache.pekko.actor.typed.eventstream.EventStream.Subscribe<>(
-        org.apache.pekko.actor.DeadLetter.class, system.systemActorOf(
-            org.apache.pekko.actor.typed.javadsl.Behaviors.receive(org.apache.pekko.actor.DeadLetter.class)
+    Queue<Object> deadLetters = new ConcurrentLinkedQueue<>();
+    system.eventStream().tell(new EventStream.Subscribe<>(
+        DeadLetter.class, system.systemActorOf(
+            Behaviors.receive(DeadLetter.class)
                 .onAnyMessage(d -> {
                   deadLetters.add(d.message());
-                  return org.apache.pekko.actor.typed.javadsl.Behaviors.same();
-                }).build(), "dead-letters", org.apache.pekko.actor.typed.Props.empty())));
+                  return Behaviors.same();
+                }).build(), "dead-letters", Props.empty())));
     try {
       PipelineSettings settings = PipelineSettings.create(system, "fence").withBootstrapServers(broker.bootstrapServers())
           .withTopics(List.of(topic)).withBatch(100, Duration.ofMillis(20)).withGroupId(KafkaBroker.uniqueName("fence"));

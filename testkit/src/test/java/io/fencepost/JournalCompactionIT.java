@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -118,7 +119,7 @@ class JournalCompactionIT {
       st.setString(1, "balances-" + scope);
       st.setString(2, partition.persistenceId());
       assertEquals(1, st.executeUpdate(), "installSchema registered the projection at 0");
-    } catch (java.sql.SQLException e) {
+    } catch (SQLException e) {
       throw new IllegalStateException(e);
     }
 

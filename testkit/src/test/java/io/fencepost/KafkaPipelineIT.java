@@ -12,20 +12,23 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
-import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PartitionView;
+import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.testkit.ClusterNodes;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
 import io.fencepost.testkit.Topics;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -123,7 +126,12 @@ class KafkaPipelineIT {
     return produceTo(broker, topic, partitions, count, idPrefix, 0);
   }
 
-  /** Produces round-robin over partitions; {@code perSecond} 0 for as fast as possible. */
+  /**
+   * Produces round-robin over partitions; {@code perSecond} 0 for as fast as possible. Counts only
+   * acknowledged records: a send the broker refused (an idempotent producer on a loaded machine can
+   * have its sequence refused, {@code OutOfOrderSequenceException}) is sent again on a new producer,
+   * so that the topic holds exactly {@code count} records.
+   */
   static long[] produceTo(KafkaBroker broker, String topic, int partitions, int count, String idPrefix,
       int perSecond) {
     Properties p = new Properties();
@@ -131,28 +139,77 @@ class KafkaPipelineIT {
     p.put(ProducerConfig.ACKS_CONFIG, "all");
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-    long[] perPartition = new long[partitions];
+    AtomicLongArray perPartition = new AtomicLongArray(partitions);
+    List<Integer> pending = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      pending.add(i);
+    }
     long start = System.nanoTime();
-    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
-      for (int i = 0; i < count; i++) {
-        int partition = i % partitions;
-        producer.send(new ProducerRecord<>(topic, partition, "m" + (i % 97), idPrefix + i + ",m" + (i % 97) + "," + (i % 1000)));
-        perPartition[partition]++;
-        if (perSecond > 0) {
-          long wait = start + (long) ((i + 1) * 1e9 / perSecond) - System.nanoTime();
-          if (wait > 1_000_000) {
-            try {
-              Thread.sleep(wait / 1_000_000);
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-              break;
+    boolean resent = false;
+    for (int round = 0; !pending.isEmpty(); round++) {
+      if (round == 5) {
+        throw new IllegalStateException(pending.size() + " records still refused after 5 rounds of sends");
+      }
+      List<Integer> refused = java.util.Collections.synchronizedList(new ArrayList<>());
+      try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(),
+          new StringSerializer())) {
+        for (int n = 0; n < pending.size(); n++) {
+          int i = pending.get(n);
+          int partition = i % partitions;
+          producer.send(new ProducerRecord<>(topic, partition, "m" + (i % 97), idPrefix + i + ",m" + (i % 97) + ","
+              + (i % 1000)), (md, e) -> {
+                if (e == null) {
+                  perPartition.incrementAndGet(partition);
+                } else {
+                  refused.add(i);
+                }
+              });
+          if (perSecond > 0 && round == 0) {
+            long wait = start + (long) ((n + 1) * 1e9 / perSecond) - System.nanoTime();
+            if (wait > 1_000_000) {
+              try {
+                Thread.sleep(wait / 1_000_000);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+              }
             }
           }
         }
+        producer.flush();
       }
-      producer.flush();
+      if (!refused.isEmpty()) {
+        System.out.println("produceTo " + topic + ": " + refused.size() + " sends refused in round " + round
+            + "; sending them again");
+      }
+      resent |= !refused.isEmpty();
+      pending = new ArrayList<>(refused);
     }
-    return perPartition;
+    long[] out = new long[partitions];
+    for (int i = 0; i < partitions; i++) {
+      out[i] = perPartition.get(i);
+    }
+    if (resent) {
+      // A refused send must not have been written after all: the log must hold exactly what was acknowledged.
+      try (Admin admin = broker.admin()) {
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (int i = 0; i < partitions; i++) {
+          latest.put(new TopicPartition(topic, i), OffsetSpec.latest());
+        }
+        Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(latest).all()
+            .get(30, TimeUnit.SECONDS);
+        for (int i = 0; i < partitions; i++) {
+          long end = ends.get(new TopicPartition(topic, i)).offset();
+          if (end != out[i]) {
+            throw new IllegalStateException("partition " + i + " of " + topic + " holds " + end + " records, "
+                + out[i] + " were acknowledged: a refused send was written after all");
+          }
+        }
+      } catch (Exception e) {
+        throw new IllegalStateException("cannot check the log ends of " + topic + ": " + e, e);
+      }
+    }
+    return out;
   }
 
   static PipelineSettings settings(ActorSystem<?> system, String name, String topic) {

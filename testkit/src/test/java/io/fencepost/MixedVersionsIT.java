@@ -20,7 +20,6 @@ import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
@@ -136,7 +135,7 @@ class MixedVersionsIT {
           package evolving;
 
           public record Reserved(String orderId, String sku, int qty, int reservedBefore)
-              implements io.fencepost.JacksonSerializable {
+              implements JacksonSerializable {
           }
           """,
       "Reservations", HANDLER.formatted("new Reserved(f[0], f[1], Integer.parseInt(f[2]), stock.of(f[1]))", "qty"),
@@ -152,7 +151,7 @@ class MixedVersionsIT {
           package evolving;
 
           public record Reserved(String orderId, String sku, int quantity, int reservedBefore, String warehouse)
-              implements io.fencepost.JacksonSerializable {
+              implements JacksonSerializable {
           }
           """,
       "Reservations", HANDLER.formatted(

@@ -17,27 +17,38 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.AutoOffsetReset;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.kafka.internal.LogProbe;
+import io.fencepost.testkit.ClusterNodes;
 import io.fencepost.testkit.KafkaBroker;
 import io.fencepost.testkit.Postgres;
+import io.micrometer.core.instrument.Metrics;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.slf4j.LoggerFactory;
 
 /**
  * Kafka offsets are not dense: transaction markers, aborted records (under read_committed) and
@@ -99,7 +110,7 @@ class OffsetGapsIT {
   private static long endOffset(String topic, int partition) throws Exception {
     try (Admin admin = broker.admin()) {
       TopicPartition tp = new TopicPartition(topic, partition);
-      return admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest())).all()
+      return admin.listOffsets(Map.of(tp, OffsetSpec.latest())).all()
           .get(30, TimeUnit.SECONDS).get(tp).offset();
     }
   }
@@ -131,9 +142,9 @@ class OffsetGapsIT {
     TopicPartition tp = new TopicPartition(topic, 0);
     Map<String, Object> probeProps = Map.of("bootstrap.servers", broker.bootstrapServers(), "isolation.level",
         "read_committed", "enable.auto.commit", "false", "auto.offset.reset", "earliest");
-    try (LogProbe probe = new LogProbe(new org.apache.kafka.clients.consumer.KafkaConsumer<>(probeProps,
-        new org.apache.kafka.common.serialization.ByteArrayDeserializer(),
-        new org.apache.kafka.common.serialization.ByteArrayDeserializer()))) {
+    try (LogProbe probe = new LogProbe(new KafkaConsumer<>(probeProps,
+        new ByteArrayDeserializer(),
+        new ByteArrayDeserializer()))) {
       LogProbe.Range all = probe.read(tp, 0, 21, Duration.ofSeconds(30));
       assertTrue(all.complete());
       TreeSet<Long> expected = LongStream.concat(LongStream.range(0, 10), LongStream.range(17, 20)).boxed()
@@ -214,13 +225,13 @@ class OffsetGapsIT {
     KafkaPipelineIT.produceTo(broker, topic, 1, 100, "early-", 0);
     // auto-offset-reset = latest: without the log-start check the consumer would jump over the
     // records that are still there, or (with the gap check) restart forever.
-    com.typesafe.config.Config latest = com.typesafe.config.ConfigFactory.parseString(
+    Config latest = ConfigFactory.parseString(
         "fencepost.pipelines.retention.auto-offset-reset = latest");
-    ActorSystem<Void> system = ActorSystem.create(org.apache.pekko.actor.typed.javadsl.Behaviors.empty(), "retention",
-        latest.withFallback(io.fencepost.testkit.ClusterNodes.node("retention", 0, List.of()))
-            .withFallback(postgres.pekkoConfig()).withFallback(com.typesafe.config.ConfigFactory.load()));
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "retention",
+        latest.withFallback(ClusterNodes.node("retention", 0, List.of()))
+            .withFallback(postgres.pekkoConfig()).withFallback(ConfigFactory.load()));
     try {
-      io.fencepost.testkit.ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
+      ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
       PartitionId partition = new PartitionId(group, topic, 0);
       // First run (pipeline "first", auto-offset-reset earliest): 200 records applied, offset stored.
       Pipeline first = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "retention"),
@@ -239,7 +250,7 @@ class OffsetGapsIT {
       }
       PipelineSettings settings = PipelineSettings.create(system, "retention")
           .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic)).withGroupId(group);
-      assertEquals(io.fencepost.kafka.AutoOffsetReset.LATEST, settings.autoOffsetReset());
+      assertEquals(AutoOffsetReset.LATEST, settings.autoOffsetReset());
       Pipeline second = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "retention"),
           new KafkaPipelineIT.PaymentDeserializer(), settings).start();
       PartitionView view = awaitNext(second, 300, Duration.ofMinutes(1));
@@ -314,19 +325,19 @@ class OffsetGapsIT {
     broker.createTopic(topic, 1);
     TopicPartition tp = new TopicPartition(topic, 0);
     KafkaPipelineIT.produceTo(broker, topic, 1, 100, "old-", 0);   // before the start: latest skips them
-    com.typesafe.config.Config latest = com.typesafe.config.ConfigFactory.parseString(
+    Config latest = ConfigFactory.parseString(
         "fencepost.pipelines.latest.auto-offset-reset = latest");
-    ActorSystem<Void> system = ActorSystem.create(org.apache.pekko.actor.typed.javadsl.Behaviors.empty(), "latest",
-        latest.withFallback(io.fencepost.testkit.ClusterNodes.node("latest", 0, List.of()))
-            .withFallback(postgres.pekkoConfig()).withFallback(com.typesafe.config.ConfigFactory.load()));
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "latest",
+        latest.withFallback(ClusterNodes.node("latest", 0, List.of()))
+            .withFallback(postgres.pekkoConfig()).withFallback(ConfigFactory.load()));
     ch.qos.logback.classic.Logger ownership = (ch.qos.logback.classic.Logger)
-        org.slf4j.LoggerFactory.getLogger("io.fencepost.kafka.Assignments");
+        LoggerFactory.getLogger("io.fencepost.kafka.Assignments");
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> seeks =
         new ch.qos.logback.core.read.ListAppender<>();
     seeks.start();
     ownership.addAppender(seeks);
     try {
-      io.fencepost.testkit.ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
+      ClusterNodes.joinSelf(system, Duration.ofSeconds(30));
       Pipeline pipeline = startBehindInterceptor(system, "latest", topic, KafkaBroker.uniqueName("latest"));
       long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
       while (seeks.list.stream().noneMatch(e -> e.getFormattedMessage().contains("seeking to stored offsets {" + tp))) {
@@ -360,9 +371,9 @@ class OffsetGapsIT {
     broker.createTopic(topic, 1);
     KafkaPipelineIT.produceTo(broker, topic, 1, 200, "before-", 0);
     ActorSystem<Void> system = KafkaPipelineIT.node("recreated", postgres);
-    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
-        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-    io.micrometer.core.instrument.Metrics.addRegistry(registry);
+    SimpleMeterRegistry registry =
+        new SimpleMeterRegistry();
+    Metrics.addRegistry(registry);
     try {
       String group = KafkaBroker.uniqueName("recreated");
       Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "recreated"),
@@ -419,7 +430,7 @@ class OffsetGapsIT {
       assertEquals(250, times.size());
       assertTrue(times.values().stream().allMatch(n -> n == 1), "each payment credited once");
     } finally {
-      io.micrometer.core.instrument.Metrics.removeRegistry(registry);
+      Metrics.removeRegistry(registry);
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
     }

@@ -17,6 +17,7 @@ import java.util.function.Function;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
 import io.fencepost.internal.BatchEvent;
@@ -34,6 +35,7 @@ import org.apache.pekko.persistence.query.PersistenceQuery;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
@@ -64,7 +66,7 @@ class PartitionActorIT {
     Postgres.shared().dropDatabase(postgres);
   }
 
-  @org.junit.jupiter.api.BeforeEach
+  @BeforeEach
   void name(TestInfo info) {
     scope = info.getTestMethod().orElseThrow().getName() + "-" + System.nanoTime();
     partition = new PartitionId("g-" + scope, "payments", 3);
@@ -331,7 +333,7 @@ class PartitionActorIT {
     ActorRef<PartitionCommand> actor = spawn(kit, settings(kit));
     TestLedger.FAIL_ONCE.put(scope + "|" + 13, true);
     BatchOutcome.Rejected dead = assertInstanceOf(BatchOutcome.Rejected.class, apply(kit, actor, payments(10, 20)));
-    assertInstanceOf(io.fencepost.errors.HandlerFailedException.class, dead.error());
+    assertInstanceOf(HandlerFailedException.class, dead.error());
     assertFalse(dead.error().isRetriable());
     assertTrue(dead.error().getMessage().contains("offset [13]"), dead.error().getMessage());
     assertInstanceOf(BatchOutcome.Applied.class, apply(kit, actor, payments(10, 20)));

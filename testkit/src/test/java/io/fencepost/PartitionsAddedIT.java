@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
@@ -106,7 +107,7 @@ class PartitionsAddedIT {
     }
   }
 
-  private static void credit(Connection tx, AppliedBatch batch) throws java.sql.SQLException {
+  private static void credit(Connection tx, AppliedBatch batch) throws SQLException {
     try (PreparedStatement st = tx.prepareStatement("INSERT INTO grown_balances (merchant, cents, payments) "
         + "VALUES (?, ?, 1) ON CONFLICT (merchant) DO UPDATE SET cents = grown_balances.cents + EXCLUDED.cents, "
         + "payments = grown_balances.payments + 1")) {

@@ -10,14 +10,17 @@ import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.internal.FencepostSerializer;
 import io.fencepost.internal.WindowSegment;
 import io.fencepost.internal.WindowSegments;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.Postgres;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -65,7 +68,7 @@ class WindowSegmentsIT {
 
   private ActorTestKit node() {
     ActorTestKit kit = ActorTestKit.create("node" + kits.size(), postgres.pekkoConfig().withFallback(ConfigFactory.load()));
-    FencepostMeters.get(kit.system()).use(new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+    FencepostMeters.get(kit.system()).use(new SimpleMeterRegistry());
     kits.add(kit);
     return kit;
   }
@@ -151,7 +154,7 @@ class WindowSegmentsIT {
     // The snapshots kept (keep-snapshots = 2) are at 190 and 200; the older one's window is keys
     // 140,000..189,999. No snapshot kept refers to the segments that end at or before key 140,000.
     List<Long> referred = cuts(200).entrySet().stream().filter(e -> e.getValue()[1] > 140_000)
-        .map(java.util.Map.Entry::getKey).toList();
+        .map(Map.Entry::getKey).toList();
     assertEquals(7, referred.size());
     awaitRows(windowId, referred);
   }
@@ -201,7 +204,7 @@ class WindowSegmentsIT {
       for (int i = 0; i < cut.size(); i++) {
         insert.setString(1, windowId);
         insert.setLong(2, cut.get(i));
-        insert.setInt(3, io.fencepost.internal.FencepostSerializer.IDENTIFIER);
+        insert.setInt(3, FencepostSerializer.IDENTIFIER);
         insert.setBytes(4, saved.get(i));
         assertEquals(1, insert.executeUpdate());
       }

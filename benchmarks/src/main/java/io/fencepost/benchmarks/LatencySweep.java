@@ -3,6 +3,7 @@ package io.fencepost.benchmarks;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 
@@ -92,6 +93,6 @@ final class LatencySweep {
 
   /** The lowest p99 of the sweep and the timer that gave it. */
   static Point best(List<Point> points) {
-    return points.stream().min(java.util.Comparator.comparingDouble(p -> p.outcome().latency().p99Ms())).orElseThrow();
+    return points.stream().min(Comparator.comparingDouble(p -> p.outcome().latency().p99Ms())).orElseThrow();
   }
 }

@@ -2,6 +2,7 @@ package io.fencepost.benchmarks;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * A line chart as SVG: categories evenly spaced on x, a linear y axis from 0, one line per series,
@@ -67,7 +68,7 @@ final class LineChart {
     }
     svg.text(LEFT + plotW / 2, HEIGHT - 12, xLabel, "middle", "");
     svg.text(16, TOP + plotH / 2, yLabel, "middle",
-        String.format(java.util.Locale.ROOT, "transform=\"rotate(-90 16 %.1f)\"", TOP + plotH / 2));
+        String.format(Locale.ROOT, "transform=\"rotate(-90 16 %.1f)\"", TOP + plotH / 2));
     for (int s = 0; s < series.size(); s++) {
       String colour = Svg.PALETTE[s % Svg.PALETTE.length];
       List<Double> xs = new ArrayList<>();

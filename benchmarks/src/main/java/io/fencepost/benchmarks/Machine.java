@@ -3,6 +3,8 @@ package io.fencepost.benchmarks;
 import java.lang.management.ManagementFactory;
 import java.util.Locale;
 
+import com.sun.management.OperatingSystemMXBean;
+
 /**
  * Where the numbers were taken.
  *
@@ -15,7 +17,7 @@ import java.util.Locale;
 record Machine(int cores, long memoryGib, String java, long maxHeapMib, String postgres) {
 
   static Machine describe(Infrastructure infra) throws Exception {
-    long memory = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+    long memory = ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
         .getTotalMemorySize();
     return new Machine(Runtime.getRuntime().availableProcessors(), Math.round(memory / (double) (1L << 30)),
         System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"),

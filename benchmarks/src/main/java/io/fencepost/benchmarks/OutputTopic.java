@@ -13,6 +13,7 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /** Reads the Kafka Streams peer's output topic as a downstream service would: read_committed. */
@@ -76,7 +77,7 @@ final class OutputTopic {
             onRecord.accept(r);
           }
         }
-      } catch (org.apache.kafka.common.errors.InterruptException e) {
+      } catch (InterruptException e) {
         // stopped
       }
     }, "output-follower-" + topic);

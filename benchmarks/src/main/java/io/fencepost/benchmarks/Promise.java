@@ -1,5 +1,7 @@
 package io.fencepost.benchmarks;
 
+import java.util.Locale;
+
 /** What a peer promises about its effects, and so what a run must show (any run, crash or not). */
 enum Promise {
   /** No effect lost, none doubled. */
@@ -24,6 +26,6 @@ enum Promise {
 
   /** {@code exactly-once} etc. */
   String label() {
-    return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    return name().toLowerCase(Locale.ROOT).replace('_', '-');
   }
 }

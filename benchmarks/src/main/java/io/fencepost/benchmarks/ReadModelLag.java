@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.stream.IntStream;
 
+import io.fencepost.PartitionId;
 import io.fencepost.examples.LedgerBalances;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
@@ -185,7 +186,7 @@ final class ReadModelLag {
   }
 
   private static String persistenceId(int partition) {
-    return new io.fencepost.PartitionId(GROUP, TOPIC, partition).persistenceId();
+    return new PartitionId(GROUP, TOPIC, partition).persistenceId();
   }
 
   private static long percentile(List<Long> sorted, int p) {

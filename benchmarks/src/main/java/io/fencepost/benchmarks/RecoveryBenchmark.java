@@ -1,5 +1,8 @@
 package io.fencepost.benchmarks;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +19,7 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
+import io.fencepost.internal.WindowSegment;
 import io.fencepost.jdbc.JournalCompaction;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.Postgres;
@@ -134,12 +138,12 @@ public final class RecoveryBenchmark {
     long segments = 0;
     int cut = 0;
     long referenced = 0;
-    try (java.sql.Connection c = db.connect();
-         java.sql.PreparedStatement st = c.prepareStatement("SELECT persistence_id, sequence_number, "
+    try (Connection c = db.connect();
+         PreparedStatement st = c.prepareStatement("SELECT persistence_id, sequence_number, "
              + "length(snapshot_payload) FROM snapshot WHERE persistence_id IN (?, ?)")) {
       st.setString(1, id.persistenceId());
-      st.setString(2, io.fencepost.internal.WindowSegment.persistenceIdOf(id.persistenceId()));
-      java.sql.ResultSet rs = st.executeQuery();
+      st.setString(2, WindowSegment.persistenceIdOf(id.persistenceId()));
+      ResultSet rs = st.executeQuery();
       while (rs.next()) {
         long bytes = rs.getLong(3);
         if (rs.getString(1).equals(id.persistenceId())) {
@@ -148,7 +152,7 @@ public final class RecoveryBenchmark {
           }
         } else {
           referenced += bytes;
-          if (io.fencepost.internal.WindowSegment.journalSequenceNr(rs.getLong(2)) == sequenceNr) {
+          if (WindowSegment.journalSequenceNr(rs.getLong(2)) == sequenceNr) {
             segments += bytes;
             cut++;
           }

@@ -9,7 +9,7 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * Fencepost against its peers, in one invocation on one broker and one PostgreSQL server (issue #8).
+ * Fencepost against its peers, in one invocation on one broker and one PostgreSQL server.
  *
  * <ul>
  *   <li>{@code quick}: every peer once on a small topic; checks only that each peer kept its promise
@@ -111,7 +111,7 @@ public final class SideBySide {
     double offered = Comparison.offeredLoad(comparison);
     Optional<Sweep> partitions = sweeps.stream().filter(s -> s.file().equals("sweep-partitions")).findFirst();
     String sideBySide = Report.sideBySide(plan, machine, comparison, offered) + "\n![records/s](side-by-side.svg)\n\n"
-        + "Fencepost exactly-once against the targets of issue #8:\n\n" + Report.targets(comparison, partitions);
+        + "Fencepost exactly-once against its targets:\n\n" + Report.targets(comparison, partitions);
     if (!latencies.isEmpty()) {
       LatencySweep.Point best = LatencySweep.best(latencies);
       double p99 = best.outcome().latency().p99Ms();

@@ -1,6 +1,7 @@
 package io.fencepost.errors;
 
 import java.util.List;
+import java.util.function.LongFunction;
 
 /**
  * A reader of a partition's journal (an outbox relay, a read-model projection) met entries it has
@@ -31,7 +32,7 @@ public final class JournalGapException extends FatalException {
    * it, given the hole's last sequence number.
    */
   public static void check(String reader, String persistenceId, long from, List<Long> sequenceNrs,
-      java.util.function.LongFunction<String> acceptLoss) {
+      LongFunction<String> acceptLoss) {
     long expected = from;
     for (long seq : sequenceNrs) {
       if (seq != expected) {

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
+import com.typesafe.config.Config;
 import io.fencepost.OutboxRecord;
 
 /**
@@ -47,7 +48,7 @@ final class BatchFrame {
   /** The size of the last frame written: the next one's first guess, so a frame rarely grows. */
   private volatile int sizeHint = 256;
 
-  BatchFrame(NestedSerialization nested, com.typesafe.config.Config config) {
+  BatchFrame(NestedSerialization nested, Config config) {
     this.nested = nested;
     this.jackson = new JacksonEvents(config);
   }

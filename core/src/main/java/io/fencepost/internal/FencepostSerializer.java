@@ -3,8 +3,14 @@ package io.fencepost.internal;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.NotSerializableException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 import org.apache.pekko.actor.ExtendedActorSystem;
 
@@ -71,7 +77,7 @@ public final class FencepostSerializer extends BinarySerializer {
   }
 
   @Override
-  public Object fromBinary(byte[] bytes, String manifest) throws java.io.NotSerializableException {
+  public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
     if (BATCH.equals(manifest)) {
       checkVersion(bytes, manifest);
       try {
@@ -119,11 +125,11 @@ public final class FencepostSerializer extends BinarySerializer {
     return values;
   }
 
-  private static long[] toArray(java.util.Collection<Long> values) {
+  private static long[] toArray(Collection<Long> values) {
     return values.stream().mapToLong(Long::longValue).toArray();
   }
 
-  private static void writeCalls(DataOutputStream out, java.util.Collection<CallOutcome> calls) throws IOException {
+  private static void writeCalls(DataOutputStream out, Collection<CallOutcome> calls) throws IOException {
     out.writeInt(calls.size());
     for (CallOutcome c : calls) {
       out.writeLong(c.offset());
@@ -143,7 +149,7 @@ public final class FencepostSerializer extends BinarySerializer {
 
   /** UTF-8 with an int length: keys and outcomes may exceed writeUTF's 64 KiB. */
   private static void writeLongString(DataOutputStream out, String s) throws IOException {
-    byte[] b = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] b = s.getBytes(StandardCharsets.UTF_8);
     out.writeInt(b.length);
     out.write(b);
   }
@@ -151,7 +157,7 @@ public final class FencepostSerializer extends BinarySerializer {
   private static String readLongString(DataInputStream in) throws IOException {
     byte[] b = new byte[in.readInt()];
     in.readFully(b);
-    return new String(b, java.nio.charset.StandardCharsets.UTF_8);
+    return new String(b, StandardCharsets.UTF_8);
   }
 
   private void writeState(DataOutputStream out, PartitionState<?> s) throws IOException {
@@ -201,7 +207,7 @@ public final class FencepostSerializer extends BinarySerializer {
     long batches = in.readLong();
     long lastWrite = in.readLong();
     long deadLettered = in.readLong();
-    java.util.Map<String, Long> parked = new java.util.HashMap<>();
+    Map<String, Long> parked = new HashMap<>();
     int n = in.readInt();
     for (int i = 0; i < n; i++) {
       parked.put(readLongString(in), in.readLong());
@@ -211,7 +217,7 @@ public final class FencepostSerializer extends BinarySerializer {
     WindowImage window = in.readBoolean() ? readWindow(in) : null;
     PartitionState<Object> state = new PartitionState<>(user, next, null, incarnation, applied, droppedByKey,
         batches, lastWrite, deadLettered, parked, calls).withWindowImage(window);
-    state.replays().restore(java.util.Arrays.stream(replayable).boxed().toList());
+    state.replays().restore(Arrays.stream(replayable).boxed().toList());
     return state;
   }
 

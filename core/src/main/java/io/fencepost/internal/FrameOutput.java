@@ -1,5 +1,6 @@
 package io.fencepost.internal;
 
+import java.io.OutputStream;
 import java.util.Arrays;
 
 /**
@@ -100,8 +101,8 @@ final class FrameOutput {
   }
 
   /** This buffer as an output stream (raw bytes, no lengths). */
-  java.io.OutputStream stream() {
-    return new java.io.OutputStream() {
+  OutputStream stream() {
+    return new OutputStream() {
       @Override
       public void write(int b) {
         writeByte(b);

@@ -1,8 +1,10 @@
 package io.fencepost.internal;
 
+import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -79,7 +81,7 @@ final class JacksonEvents {
     private JacksonSerializer[] bindings = new JacksonSerializer[0];
     private JsonGenerator[] generators = new JsonGenerator[0];
     /** Per class in this frame: its root serializer and type. */
-    private final Map<Class<?>, Root> roots = new java.util.HashMap<>(4);
+    private final Map<Class<?>, Root> roots = new HashMap<>(4);
     private int start;
     private int length;
     private byte[] compressed;
@@ -108,7 +110,7 @@ final class JacksonEvents {
       }
       JacksonSerializer serializer = (JacksonSerializer) encoding.serializer();
       ObjectMapper mapper = serializer.objectMapper();
-      if (event instanceof java.io.Closeable && mapper.isEnabled(SerializationFeature.CLOSE_CLOSEABLE)) {
+      if (event instanceof Closeable && mapper.isEnabled(SerializationFeature.CLOSE_CLOSEABLE)) {
         return false;   // toBinary closes it after writing
       }
       try {

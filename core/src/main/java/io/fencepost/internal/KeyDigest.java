@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.DigestException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Locale;
 
 /**
  * 128-bit digests of business keys: the first 16 bytes of SHA-256 of the key's UTF-8 bytes. A
@@ -79,7 +80,7 @@ public final class KeyDigest {
         i++;
       } else if (Character.isSurrogate(c)) {
         throw new IllegalArgumentException("the business key has an unpaired surrogate (\\u"
-            + Integer.toHexString(c).toUpperCase(java.util.Locale.ROOT) + ") at index " + i + ": as UTF-8 it "
+            + Integer.toHexString(c).toUpperCase(Locale.ROOT) + ") at index " + i + ": as UTF-8 it "
             + "would equal another key, so it cannot tell duplicates apart. Return well-formed text from "
             + "businessKey(), or send the key header as valid UTF-8");
       }

@@ -1,5 +1,12 @@
 package io.fencepost.internal;
 
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
 /**
  * A partition actor's state: the user's state plus what fencing needs. The user part is replaced on
  * each event; the key window is mutated in place. A snapshot's copy holds the window as a
@@ -24,17 +31,17 @@ public final class PartitionState<S> {
   private long batches;
   private long lastWriteMillis;
   private long deadLettered;
-  private final java.util.Map<String, Long> parkedKeys;
+  private final Map<String, Long> parkedKeys;
   // External calls' outcomes by idempotency key, until the offset moves past their records.
-  private final java.util.Map<String, CallOutcome> callOutcomes;
+  private final Map<String, CallOutcome> callOutcomes;
   private final ReplayLedger replays = new ReplayLedger();
   // Pekko keeps the emptyState() object and starts every recovery (after a restart too) from it, so
   // that object must never change: the first event applied to it goes to a fresh copy instead.
   private final boolean pristine;
 
   public PartitionState(S user, long nextOffset, KeyWindow window, String lastIncarnation, long appliedRecords,
-      long droppedByKey, long batches, long lastWriteMillis, long deadLettered, java.util.Map<String, Long> parked,
-      java.util.Collection<CallOutcome> calls) {
+      long droppedByKey, long batches, long lastWriteMillis, long deadLettered, Map<String, Long> parked,
+      Collection<CallOutcome> calls) {
     this.user = user;
     this.nextOffset = nextOffset;
     this.window = window;
@@ -44,8 +51,8 @@ public final class PartitionState<S> {
     this.batches = batches;
     this.lastWriteMillis = lastWriteMillis;
     this.deadLettered = deadLettered;
-    this.parkedKeys = new java.util.HashMap<>(parked);
-    this.callOutcomes = new java.util.HashMap<>();
+    this.parkedKeys = new HashMap<>(parked);
+    this.callOutcomes = new HashMap<>();
     for (CallOutcome c : calls) {
       callOutcomes.put(c.key(), c);
     }
@@ -57,8 +64,8 @@ public final class PartitionState<S> {
     this.nextOffset = NO_OFFSET;
     this.window = window;
     this.lastIncarnation = "";
-    this.parkedKeys = java.util.Map.of();
-    this.callOutcomes = java.util.Map.of();
+    this.parkedKeys = Map.of();
+    this.callOutcomes = Map.of();
     this.pristine = true;
   }
 
@@ -74,7 +81,7 @@ public final class PartitionState<S> {
   public PartitionState<S> apply(BatchEvent e, S newUser) {
     if (pristine) {
       KeyWindow fresh = window == null ? null : new KeyWindow(window.maxKeys(), window.maxAgeMillis());
-      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0, 0, java.util.Map.of(), java.util.List.of())
+      return new PartitionState<>(user, NO_OFFSET, fresh, "", 0, 0, 0, 0, 0, Map.of(), List.of())
           .apply(e, newUser);
     }
     user = newUser;
@@ -215,13 +222,13 @@ public final class PartitionState<S> {
   }
 
   /** Record keys parked (per-key ordering), each with the offset of the failure that parked it. */
-  public java.util.Map<String, Long> parkedKeys() {
-    return java.util.Collections.unmodifiableMap(parkedKeys);
+  public Map<String, Long> parkedKeys() {
+    return Collections.unmodifiableMap(parkedKeys);
   }
 
   /** Journaled outcomes of external calls whose records the offset has not moved past yet, by key. */
-  public java.util.Map<String, CallOutcome> callOutcomes() {
-    return java.util.Collections.unmodifiableMap(callOutcomes);
+  public Map<String, CallOutcome> callOutcomes() {
+    return Collections.unmodifiableMap(callOutcomes);
   }
 
   /** Records dead-lettered over the partition's history. */
@@ -260,8 +267,8 @@ public final class PartitionState<S> {
 
   /** Keys of entries applied while the window is pending, in order, with their entries' times. */
   private static final class PendingKeys {
-    private final java.util.List<long[]> digests = new java.util.ArrayList<>();
-    private final java.util.List<Long> times = new java.util.ArrayList<>();
+    private final List<long[]> digests = new ArrayList<>();
+    private final List<Long> times = new ArrayList<>();
 
     void add(long[] keyDigests, long atMillis) {
       digests.add(keyDigests);

@@ -1,5 +1,6 @@
 package io.fencepost.internal;
 
+import java.util.Collections;
 import java.util.NavigableSet;
 import java.util.TreeSet;
 
@@ -44,7 +45,7 @@ public final class ReplayLedger {
 
   /** Dead letters that may still be replayed, ascending (snapshots). */
   public NavigableSet<Long> replayableOffsets() {
-    return java.util.Collections.unmodifiableNavigableSet(replayable);
+    return Collections.unmodifiableNavigableSet(replayable);
   }
 
   /** Restores a snapshot's ledger. */

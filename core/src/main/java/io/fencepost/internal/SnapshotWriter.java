@@ -1,6 +1,8 @@
 package io.fencepost.internal;
 
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -62,7 +64,7 @@ public final class SnapshotWriter {
   private final AtomicReference<Snapshot> waiting = new AtomicReference<>();
   private long lastTaken;
   // Guarded by itself: the snapshots whose segments must stay, oldest first.
-  private final java.util.ArrayDeque<Kept> kept = new java.util.ArrayDeque<>();
+  private final ArrayDeque<Kept> kept = new ArrayDeque<>();
 
   /**
    * @param pluginId the snapshot plugin ({@code ""}: {@code pekko.persistence.snapshot-store.plugin})
@@ -131,11 +133,11 @@ public final class SnapshotWriter {
 
   private void send(Snapshot snapshot) {
     WindowImage image = snapshot.state().windowImage();
-    sendSegments(snapshot, image == null ? java.util.List.of() : image.toWrite(), 0);
+    sendSegments(snapshot, image == null ? List.of() : image.toWrite(), 0);
   }
 
   /** Stores the snapshot's unstored segments one after the other, then the snapshot. */
-  private void sendSegments(Snapshot snapshot, java.util.List<WindowSegment> toWrite, int from) {
+  private void sendSegments(Snapshot snapshot, List<WindowSegment> toWrite, int from) {
     int next = from;
     while (next < toWrite.size() && segments.isStored(toWrite.get(next).sequenceNr())) {
       next++;   // stored for an earlier snapshot: never written twice

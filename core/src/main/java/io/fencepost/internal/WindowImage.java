@@ -1,5 +1,6 @@
 package io.fencepost.internal;
 
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -121,7 +122,7 @@ public record WindowImage(int maxKeys, long maxAgeMillis, long inserted, int siz
   public boolean equals(Object o) {
     return o instanceof WindowImage i && i.maxKeys == maxKeys && i.maxAgeMillis == maxAgeMillis
         && i.inserted == inserted && i.size == size && i.refs.equals(refs) && i.tailFrom == tailFrom
-        && java.util.Arrays.equals(i.tail, tail);
+        && Arrays.equals(i.tail, tail);
   }
 
   @Override

@@ -1,5 +1,7 @@
 package io.fencepost.internal;
 
+import java.util.Arrays;
+
 /**
  * A run of a key window's keys stored on its own, once, so that snapshots refer to it instead of
  * copying it again ({@link WindowImage}): the keys with ordinals {@code [fromOrdinal, fromOrdinal +
@@ -67,12 +69,12 @@ public record WindowSegment(long sequenceNr, long fromOrdinal, long[] triples) {
   @Override
   public boolean equals(Object o) {
     return o instanceof WindowSegment s && s.sequenceNr == sequenceNr && s.fromOrdinal == fromOrdinal
-        && java.util.Arrays.equals(s.triples, triples);
+        && Arrays.equals(s.triples, triples);
   }
 
   @Override
   public int hashCode() {
-    return Long.hashCode(sequenceNr) * 31 + java.util.Arrays.hashCode(triples);
+    return Long.hashCode(sequenceNr) * 31 + Arrays.hashCode(triples);
   }
 
   @Override

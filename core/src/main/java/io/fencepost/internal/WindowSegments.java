@@ -2,6 +2,8 @@ package io.fencepost.internal;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -37,7 +39,7 @@ public final class WindowSegments {
   private final List<WindowImage.SegmentRef> stored = new ArrayList<>();
   private final List<WindowSegment> unstored = new ArrayList<>();
   private final AtomicLong storedUpTo = new AtomicLong();
-  private final java.util.Set<Long> failedRows = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final Set<Long> failedRows = ConcurrentHashMap.newKeySet();
 
   public WindowSegments(int segmentKeys) {
     if (segmentKeys < 1) {

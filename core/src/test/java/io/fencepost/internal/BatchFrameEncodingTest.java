@@ -5,9 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntFunction;
 
+import com.fasterxml.jackson.annotation.JsonIdentityInfo;
+import com.fasterxml.jackson.annotation.ObjectIdGenerators;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.JacksonSerializable;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -30,14 +38,14 @@ class BatchFrameEncodingTest {
   }
 
   /** Written once per event, its id in place of a repeat within one value only. */
-  @com.fasterxml.jackson.annotation.JsonIdentityInfo(
-      generator = com.fasterxml.jackson.annotation.ObjectIdGenerators.PropertyGenerator.class, property = "id")
+  @JsonIdentityInfo(
+      generator = ObjectIdGenerators.PropertyGenerator.class, property = "id")
   record Merchant(String id, String name) {
   }
 
   /** Numbered per value: the first object of each event is 1. */
-  @com.fasterxml.jackson.annotation.JsonIdentityInfo(
-      generator = com.fasterxml.jackson.annotation.ObjectIdGenerators.IntSequenceGenerator.class)
+  @JsonIdentityInfo(
+      generator = ObjectIdGenerators.IntSequenceGenerator.class)
   record Shop(String name) {
   }
 
@@ -45,10 +53,10 @@ class BatchFrameEncodingTest {
   }
 
   /** A faulty custom serializer: opens an array and, for a text starting with "open", leaves it open. */
-  static final class LeavesArrayOpen extends com.fasterxml.jackson.databind.JsonSerializer<Leaky> {
+  static final class LeavesArrayOpen extends JsonSerializer<Leaky> {
     @Override
-    public void serialize(Leaky value, com.fasterxml.jackson.core.JsonGenerator gen,
-        com.fasterxml.jackson.databind.SerializerProvider serializers) throws IOException {
+    public void serialize(Leaky value, JsonGenerator gen,
+        SerializerProvider serializers) throws IOException {
       gen.writeStartArray();
       gen.writeString(value.text());
       if (!value.text().startsWith("open")) {
@@ -57,7 +65,7 @@ class BatchFrameEncodingTest {
     }
   }
 
-  @com.fasterxml.jackson.databind.annotation.JsonSerialize(using = LeavesArrayOpen.class)
+  @JsonSerialize(using = LeavesArrayOpen.class)
   record Leaky(String text) implements JacksonSerializable {
   }
 
@@ -105,7 +113,7 @@ class BatchFrameEncodingTest {
   }
 
   private static void assertEachPayloadIsToBinary(String config,
-      java.util.function.IntFunction<List<Object>> eventsOfSize) throws IOException {
+      IntFunction<List<Object>> eventsOfSize) throws IOException {
     ActorTestKit kit = ActorTestKit.create("frame-encoding", ConfigFactory.parseString(
         "pekko.actor.serialization-bindings { \"" + Noted.class.getName() + "\" = jackson-json }\n" + config)
         .withFallback(ConfigFactory.load()));
@@ -195,7 +203,7 @@ class BatchFrameEncodingTest {
       }
       BatchEvent batch = new BatchEvent("inc", 0, 100, 1L, events, new long[0], 100, 0);
       byte[] frame = s.findSerializerFor(batch).toBinary(batch);
-      String text = new String(frame, java.nio.charset.StandardCharsets.ISO_8859_1);
+      String text = new String(frame, StandardCharsets.ISO_8859_1);
       assertTrue(text.contains(Credited.class.getName()));
       assertEquals(text.indexOf(Credited.class.getName()), text.lastIndexOf(Credited.class.getName()));
     } finally {

@@ -4,16 +4,39 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.NotSerializableException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 
+import com.fasterxml.jackson.dataformat.cbor.CBORFactory;
+import com.typesafe.config.ConfigFactory;
 import io.fencepost.JacksonSerializable;
+import io.fencepost.OutboxRecord;
+import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.serialization.Serialization;
 import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.SerializerWithStringManifest;
 import org.apache.pekko.serialization.Serializers;
+import org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider;
+import org.apache.pekko.serialization.jackson.JacksonSerializer;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 class FencepostSerializerTest {
 
@@ -42,8 +65,8 @@ class FencepostSerializerTest {
   private static BatchEvent sampleBatch() {
     return new BatchEvent("inc-1", 10, 13, 1234L, List.of(new Credited("m1", 5), new Credited("m2", 7)),
         new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true)),
-        List.of("k7"), List.of(new io.fencepost.OutboxRecord("out", java.util.Optional.of("m1"), new byte[] {1, 2}),
-            new io.fencepost.OutboxRecord("out", java.util.Optional.empty(), new byte[0])),
+        List.of("k7"), List.of(new OutboxRecord("out", Optional.of("m1"), new byte[] {1, 2}),
+            new OutboxRecord("out", Optional.empty(), new byte[0])),
         List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")), new long[0]);
   }
 
@@ -55,9 +78,9 @@ class FencepostSerializerTest {
     return new BatchEvent("inc-6", 10, 13, 1234L,
         List.of(new Credited("m1", 5), new Refunded("m1", 2), new Credited("m2", 7)),
         new long[] {1, 2, 3, 4}, 2, 1, List.of(new DeadLetterEntry(12, "k", "java.lang.X", "boom", 3, false, true, 4)),
-        List.of("k7"), List.of(new io.fencepost.OutboxRecord("out", java.util.Optional.of("m1"), new byte[] {1, 2}),
-            new io.fencepost.OutboxRecord("audit", java.util.Optional.empty(), new byte[0]),
-            new io.fencepost.OutboxRecord("out", java.util.Optional.of("m2"), new byte[] {3})),
+        List.of("k7"), List.of(new OutboxRecord("out", Optional.of("m1"), new byte[] {1, 2}),
+            new OutboxRecord("audit", Optional.empty(), new byte[0]),
+            new OutboxRecord("out", Optional.of("m2"), new byte[] {3})),
         List.of(new CallOutcome(14, "pay-9", "{\"charge\":\"ch_1\"}")), new long[] {4, 9});
   }
 
@@ -68,24 +91,24 @@ class FencepostSerializerTest {
    * version 2 and new fixtures beside.
    */
   @Test
-  @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "fencepost.write-serializer-fixtures", matches = ".+")
+  @EnabledIfSystemProperty(named = "fencepost.write-serializer-fixtures", matches = ".+")
   void writeTheFixtures() throws Exception {
-    java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("fencepost.write-serializer-fixtures"));
+    Path dir = Path.of(System.getProperty("fencepost.write-serializer-fixtures"));
     Serialization s = SerializationExtension.get(kit.system());
-    java.nio.file.Files.write(dir.resolve("batch-v1.bin"), s.findSerializerFor(sampleBatchWithReplays())
+    Files.write(dir.resolve("batch-v1.bin"), s.findSerializerFor(sampleBatchWithReplays())
         .toBinary(sampleBatchWithReplays()));
-    java.nio.file.Files.write(dir.resolve("state-v2.bin"), s.findSerializerFor(sampleState()).toBinary(sampleState()));
-    java.nio.file.Files.write(dir.resolve("segment-v1.bin"), s.findSerializerFor(sampleSegment())
+    Files.write(dir.resolve("state-v2.bin"), s.findSerializerFor(sampleState()).toBinary(sampleState()));
+    Files.write(dir.resolve("segment-v1.bin"), s.findSerializerFor(sampleSegment())
         .toBinary(sampleSegment()));
   }
 
-  private static byte[] fixtureBytes(String name) throws java.io.IOException {
+  private static byte[] fixtureBytes(String name) throws IOException {
     try (var in = FencepostSerializerTest.class.getResourceAsStream("/journal-fixtures/" + name)) {
       return in.readAllBytes();
     }
   }
 
-  private static Object fixture(String name, String manifest) throws java.io.IOException {
+  private static Object fixture(String name, String manifest) throws IOException {
     return SerializationExtension.get(kit.system()).deserialize(fixtureBytes(name), FencepostSerializer.IDENTIFIER,
         manifest).get();
   }
@@ -128,9 +151,9 @@ class FencepostSerializerTest {
     // from the end: 20 inline keys and their count, the tail's first ordinal, one segment reference,
     // the reference count, then the window's size: made one key more than its parts hold
     int sizeAt = bytes.length - (3 * 20 * 8 + 4) - 8 - (8 + 8 + 4 + 8) - 4 - 4;
-    assertEquals(50, java.nio.ByteBuffer.wrap(bytes, sizeAt, 4).getInt());
-    java.nio.ByteBuffer.wrap(bytes, sizeAt, 4).putInt(51);
-    Throwable e = org.junit.jupiter.api.Assertions.assertThrows(java.io.UncheckedIOException.class,
+    assertEquals(50, ByteBuffer.wrap(bytes, sizeAt, 4).getInt());
+    ByteBuffer.wrap(bytes, sizeAt, 4).putInt(51);
+    Throwable e = Assertions.assertThrows(UncheckedIOException.class,
         () -> SerializationExtension.get(kit.system()).deserialize(bytes, FencepostSerializer.IDENTIFIER, "S").get());
     assertTrue(String.valueOf(e.getCause().getMessage()).contains("the snapshot's key window does not add up"),
         String.valueOf(e.getCause()));
@@ -140,7 +163,7 @@ class FencepostSerializerTest {
   void anUnknownManifestOrFormatVersionIsRefusedNamingIt() throws Exception {
     Serialization s = SerializationExtension.get(kit.system());
     byte[] batch = fixtureBytes("batch-v1.bin");
-    Throwable oldBuild = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+    Throwable oldBuild = Assertions.assertThrows(NotSerializableException.class,
         () -> s.deserialize(batch, FencepostSerializer.IDENTIFIER, "B7").get());
     assertTrue(oldBuild.getMessage().startsWith("unknown Fencepost journal manifest [B7]: written by another build "
         + "of Fencepost (a newer one, or a pre-release snapshot build, whose journals are not read)"),
@@ -150,7 +173,7 @@ class FencepostSerializerTest {
       byte[] newer = fixtureBytes(manifest.equals("B") ? "batch-v1.bin" : manifest.equals("S") ? "state-v2.bin"
           : "segment-v1.bin");
       newer[0] = (byte) (version + 1);
-      Throwable e = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+      Throwable e = Assertions.assertThrows(NotSerializableException.class,
           () -> s.deserialize(newer, FencepostSerializer.IDENTIFIER, manifest).get());
       assertEquals("Fencepost journal payload of manifest [" + manifest + "] has format version " + (version + 1)
           + "; this version of Fencepost reads version " + version + " only: it was written by a newer Fencepost. "
@@ -159,12 +182,12 @@ class FencepostSerializerTest {
     // A snapshot of a pre-release build held the whole window in another layout: refused, never misread.
     byte[] older = fixtureBytes("state-v2.bin");
     older[0] = 1;
-    Throwable pre = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+    Throwable pre = Assertions.assertThrows(NotSerializableException.class,
         () -> s.deserialize(older, FencepostSerializer.IDENTIFIER, "S").get());
     assertEquals("Fencepost journal payload of manifest [S] has format version 1; this version of Fencepost reads "
         + "version 2 only: it was written by a pre-release snapshot build of Fencepost, whose snapshots are not read. "
         + "See \"Journal formats\" in docs/deployment.md.", pre.getMessage());
-    Throwable empty = org.junit.jupiter.api.Assertions.assertThrows(java.io.NotSerializableException.class,
+    Throwable empty = Assertions.assertThrows(NotSerializableException.class,
         () -> s.deserialize(new byte[0], FencepostSerializer.IDENTIFIER, "S").get());
     assertEquals("empty Fencepost journal payload, manifest [S]", empty.getMessage());
   }
@@ -176,9 +199,9 @@ class FencepostSerializerTest {
     byte[] bytes = serializer.toBinary(sampleBatch());
     String present = Credited.class.getName();
     String absent = present.substring(0, present.length() - 1) + "x";   // same length: the frame stays valid
-    byte[] renamed = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1).replace(present, absent)
-        .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
-    Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class, () -> s.deserialize(renamed,
+    byte[] renamed = new String(bytes, StandardCharsets.ISO_8859_1).replace(present, absent)
+        .getBytes(StandardCharsets.ISO_8859_1);
+    Throwable e = Assertions.assertThrows(Throwable.class, () -> s.deserialize(renamed,
         serializer.identifier(), Serializers.manifestFor(serializer, sampleBatch())).get());
     assertTrue(e.getMessage().startsWith("class [" + absent + "] of a journaled object is not on the classpath"),
         e.getMessage());
@@ -196,7 +219,7 @@ class FencepostSerializerTest {
     var serializer = s.findSerializerFor(e);
     assertEquals("B", Serializers.manifestFor(serializer, e));
     byte[] bytes = serializer.toBinary(e);
-    String text = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+    String text = new String(bytes, StandardCharsets.ISO_8859_1);
     assertEquals(1, occurrences(text, Credited.class.getName()), "two Credited events, one class table entry");
     assertEquals(1, occurrences(text, Refunded.class.getName()));
     assertEquals(1, occurrences(text, "audit"));
@@ -215,8 +238,8 @@ class FencepostSerializerTest {
         new long[] {Long.MIN_VALUE, Long.MAX_VALUE, 0, -1}, 0, Integer.MAX_VALUE,
         List.of(new DeadLetterEntry(Long.MAX_VALUE, lone, lone, longMessage, 0, true, true, Long.MIN_VALUE),
             new DeadLetterEntry(0, "", "", "", Integer.MAX_VALUE, false, false, -1)),
-        List.of(lone, ""), List.of(new io.fencepost.OutboxRecord(lone, java.util.Optional.of(""), new byte[0]),
-            new io.fencepost.OutboxRecord("t\u00e9", java.util.Optional.of(lone), new byte[] {0, -1})),
+        List.of(lone, ""), List.of(new OutboxRecord(lone, Optional.of(""), new byte[0]),
+            new OutboxRecord("t\u00e9", Optional.of(lone), new byte[] {0, -1})),
         List.of(new CallOutcome(-1, lone, "")), new long[] {Long.MIN_VALUE, -1, Long.MAX_VALUE});
     BatchEvent back = (BatchEvent) roundTrip(e);
     assertEquals(lone, back.incarnation());
@@ -240,7 +263,7 @@ class FencepostSerializerTest {
     }
     String every = all.toString();
     BatchEvent e = new BatchEvent(every, 0, 1, 1L, List.of(), new long[0], 0, 0, List.of(), List.of(every, "", "a"),
-        List.of(new io.fencepost.OutboxRecord(every, java.util.Optional.of(every), new byte[] {1})), List.of(),
+        List.of(new OutboxRecord(every, Optional.of(every), new byte[] {1})), List.of(),
         new long[0]);
     BatchEvent back = (BatchEvent) roundTrip(e);
     assertEquals(every, back.incarnation());
@@ -252,9 +275,9 @@ class FencepostSerializerTest {
   void framesWrittenConcurrentlyOfVerySizesReadBackExactly() throws Exception {
     Serialization s = SerializationExtension.get(kit.system());
     var serializer = s.findSerializerFor(sampleBatch());
-    var pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    var pool = Executors.newFixedThreadPool(4);
     try {
-      List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+      List<Future<?>> done = new ArrayList<>();
       for (int t = 0; t < 4; t++) {
         int thread = t;
         done.add(pool.submit(() -> {
@@ -273,7 +296,7 @@ class FencepostSerializerTest {
         }));
       }
       for (var f : done) {
-        f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+        f.get(60, TimeUnit.SECONDS);
       }
     } finally {
       pool.shutdownNow();
@@ -282,18 +305,18 @@ class FencepostSerializerTest {
 
   @Test
   void jacksonEventsAreLookedUpByClassAndOthersByObject() {
-    NestedSerialization nested = new NestedSerialization((org.apache.pekko.actor.ExtendedActorSystem)
-        org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(kit.system()));
+    NestedSerialization nested = new NestedSerialization((ExtendedActorSystem)
+        Adapter.toClassic(kit.system()));
     assertTrue(nested.encodingOf(new Credited("m", 1)).byClass(), "Pekko's Jackson serializer: the class name");
     assertTrue(nested.encodingOf("a string").byClass(), "a serializer without a string manifest");
     assertTrue(!nested.encodingOf(sampleBatch()).byClass(), "a string manifest Fencepost cannot vouch for");
   }
 
   /** A user's subclass of Pekko's Jackson serializer that gives each object its own manifest. */
-  public static final class PerObjectJackson extends org.apache.pekko.serialization.jackson.JacksonSerializer {
-    public PerObjectJackson(org.apache.pekko.actor.ExtendedActorSystem system) {
-      super(system, "per-object", org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider.get(system)
-          .getOrCreate("per-object", java.util.Optional.of(new com.fasterxml.jackson.dataformat.cbor.CBORFactory())));
+  public static final class PerObjectJackson extends JacksonSerializer {
+    public PerObjectJackson(ExtendedActorSystem system) {
+      super(system, "per-object", JacksonObjectMapperProvider.get(system)
+          .getOrCreate("per-object", Optional.of(new CBORFactory())));
     }
 
     @Override
@@ -304,14 +327,14 @@ class FencepostSerializerTest {
 
   @Test
   void aJacksonSubclassThatOverridesTheManifestIsAskedForEachEvent() {
-    ActorTestKit custom = ActorTestKit.create("per-object-jackson", com.typesafe.config.ConfigFactory.parseString(
+    ActorTestKit custom = ActorTestKit.create("per-object-jackson", ConfigFactory.parseString(
         "pekko.actor.serializers.per-object = \"" + PerObjectJackson.class.getName() + "\"\n"
             + "pekko.actor.serialization-identifiers { per-object = 741198 }\n"
             + "pekko.actor.serialization-bindings { \"" + Refunded.class.getName() + "\" = per-object }")
-        .withFallback(com.typesafe.config.ConfigFactory.load()));
+        .withFallback(ConfigFactory.load()));
     try {
-      NestedSerialization nested = new NestedSerialization((org.apache.pekko.actor.ExtendedActorSystem)
-          org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(custom.system()));
+      NestedSerialization nested = new NestedSerialization((ExtendedActorSystem)
+          Adapter.toClassic(custom.system()));
       NestedSerialization.Encoding encoding = nested.encodingOf(new Refunded("m", 2));
       assertEquals(PerObjectJackson.class, encoding.serializer().getClass());
       assertTrue(!encoding.byClass(), "its own manifest method: asked per event");
@@ -341,10 +364,10 @@ class FencepostSerializerTest {
 
   @Test
   void aSerializerWhoseManifestDependsOnTheObjectIsAskedForEachEvent() {
-    ActorTestKit tagged = ActorTestKit.create("tagged", com.typesafe.config.ConfigFactory.parseString(
+    ActorTestKit tagged = ActorTestKit.create("tagged", ConfigFactory.parseString(
         "pekko.actor.serializers.tagged = \"" + TaggedSerializer.class.getName() + "\"\n"
             + "pekko.actor.serialization-bindings { \"" + Tagged.class.getName() + "\" = tagged }")
-        .withFallback(com.typesafe.config.ConfigFactory.load()));
+        .withFallback(ConfigFactory.load()));
     try {
       List<Object> events = List.of(new Tagged("a", "1"), new Tagged("b", "2"), new Tagged("a", "3"),
           new Credited("m", 1), new Tagged("c", "4"));
@@ -352,7 +375,7 @@ class FencepostSerializerTest {
       Serialization s = SerializationExtension.get(tagged.system());
       var serializer = s.findSerializerFor(e);
       byte[] bytes = serializer.toBinary(e);
-      String text = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+      String text = new String(bytes, StandardCharsets.ISO_8859_1);
       assertEquals(1, occurrences(text, "tag:a"), "one table entry per distinct manifest");
       assertEquals(events, ((BatchEvent) s.deserialize(bytes, serializer.identifier(), "B").get()).events());
     } finally {
@@ -365,7 +388,7 @@ class FencepostSerializerTest {
   }
 
   /** Writes a {@link Tagged}'s value; its tag travels in the manifest. */
-  public static final class TaggedSerializer extends org.apache.pekko.serialization.SerializerWithStringManifest {
+  public static final class TaggedSerializer extends SerializerWithStringManifest {
     @Override
     public int identifier() {
       return 741_199;
@@ -378,12 +401,12 @@ class FencepostSerializerTest {
 
     @Override
     public byte[] toBinary(Object o) {
-      return ((Tagged) o).value().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      return ((Tagged) o).value().getBytes(StandardCharsets.UTF_8);
     }
 
     @Override
     public Object fromBinary(byte[] bytes, String manifest) {
-      return new Tagged(manifest.substring(4), new String(bytes, java.nio.charset.StandardCharsets.UTF_8));
+      return new Tagged(manifest.substring(4), new String(bytes, StandardCharsets.UTF_8));
     }
   }
 
@@ -391,9 +414,9 @@ class FencepostSerializerTest {
   void aTruncatedOrPaddedFrameIsReportedCorruptWithItsSize() {
     Serialization s = SerializationExtension.get(kit.system());
     byte[] bytes = s.findSerializerFor(sampleBatch()).toBinary(sampleBatch());
-    for (byte[] broken : List.of(java.util.Arrays.copyOf(bytes, bytes.length - 3),
-        java.util.Arrays.copyOf(bytes, bytes.length + 1))) {
-      Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Throwable.class,
+    for (byte[] broken : List.of(Arrays.copyOf(bytes, bytes.length - 3),
+        Arrays.copyOf(bytes, bytes.length + 1))) {
+      Throwable e = Assertions.assertThrows(Throwable.class,
           () -> s.deserialize(broken, FencepostSerializer.IDENTIFIER, "B").get());
       assertTrue(e.getMessage().startsWith("corrupt Fencepost journal payload of " + broken.length
           + " bytes, manifest [B]"), e.getMessage());
@@ -420,10 +443,10 @@ class FencepostSerializerTest {
     assertEquals(longKey, back.deadLetters().get(0).key());
     assertEquals(List.of(longKey), back.unparked());
     PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 2, null, "inc", 0, 0, 1, 1, 1,
-        java.util.Map.of(longKey, 1L), List.of());
+        Map.of(longKey, 1L), List.of());
     @SuppressWarnings("unchecked")
     PartitionState<Credited> stateBack = (PartitionState<Credited>) roundTrip(state);
-    assertEquals(java.util.Map.of(longKey, 1L), stateBack.parkedKeys());
+    assertEquals(Map.of(longKey, 1L), stateBack.parkedKeys());
   }
 
   private static void assertSameBatch(BatchEvent e, BatchEvent back) {
@@ -466,7 +489,7 @@ class FencepostSerializerTest {
     segments.stored(WindowSegment.rowKey(5, 0));
     WindowImage image = segments.image(sampleWindow(50), 9);
     PartitionState<Credited> state = new PartitionState<>(new Credited("m", 1), 77, null, "inc", 40, 3, 9, 1049, 6,
-        java.util.Map.of("k9", 12L), List.of(new CallOutcome(80, "pay-3", "ok")));
+        Map.of("k9", 12L), List.of(new CallOutcome(80, "pay-3", "ok")));
     state.replays().restore(List.of(50L, 61L));
     return state.withWindowImage(image);
   }
@@ -486,8 +509,8 @@ class FencepostSerializerTest {
     assertEquals(9, back.batches());
     assertEquals(6, back.deadLettered());
     assertEquals(1049, back.lastWriteMillis());
-    assertEquals(java.util.Map.of("k9", 12L), back.parkedKeys());
-    assertEquals(java.util.Map.of("pay-3", new CallOutcome(80, "pay-3", "ok")), back.callOutcomes());
+    assertEquals(Map.of("k9", 12L), back.parkedKeys());
+    assertEquals(Map.of("pay-3", new CallOutcome(80, "pay-3", "ok")), back.callOutcomes());
     assertEquals(state.windowImage(), back.windowImage());
     assertEquals(List.of(), back.windowImage().toWrite());
     KeyWindow restored = back.windowImage().restore(List.of(sampleSegment()));

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -119,7 +120,7 @@ class KeyWindowTest {
       int max = 1 + random.nextInt(700);
       long maxAge = 50 + random.nextInt(5_000);
       KeyWindow w = new KeyWindow(max, maxAge);
-      java.util.LinkedHashMap<List<Long>, Long> model = new java.util.LinkedHashMap<>();
+      LinkedHashMap<List<Long>, Long> model = new LinkedHashMap<>();
       long now = 0;
       for (int i = 0; i < 40_000; i++) {
         now += random.nextInt(3);

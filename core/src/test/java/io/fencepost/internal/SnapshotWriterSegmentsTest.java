@@ -12,17 +12,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
 
 import com.typesafe.config.ConfigFactory;
+import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.japi.Pair;
+import org.apache.pekko.pattern.Patterns;
+import org.apache.pekko.persistence.Persistence;
+import org.apache.pekko.persistence.SnapshotProtocol;
+import org.apache.pekko.persistence.SnapshotSelectionCriteria;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.ProcessingPolicy;
 import org.apache.pekko.persistence.testkit.ProcessingResult;
 import org.apache.pekko.persistence.testkit.ProcessingSuccess;
+import org.apache.pekko.persistence.testkit.SnapshotMeta;
 import org.apache.pekko.persistence.testkit.SnapshotOperation;
 import org.apache.pekko.persistence.testkit.StorageFailure;
 import org.apache.pekko.persistence.testkit.WriteSnapshot;
-import org.apache.pekko.persistence.testkit.SnapshotMeta;
 import org.apache.pekko.persistence.testkit.javadsl.SnapshotTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -137,10 +142,10 @@ class SnapshotWriterSegmentsTest {
 
   /** An answer from the snapshot store: the deletions asked before it are done. */
   private static void barrier() throws Exception {
-    org.apache.pekko.actor.ActorRef plugin = org.apache.pekko.persistence.Persistence.get(kit.system().classicSystem())
+    ActorRef plugin = Persistence.get(kit.system().classicSystem())
         .snapshotStoreFor("", ConfigFactory.empty());
-    org.apache.pekko.pattern.Patterns.ask(plugin, new org.apache.pekko.persistence.SnapshotProtocol.LoadSnapshot(
-        "barrier", org.apache.pekko.persistence.SnapshotSelectionCriteria.latest(), Long.MAX_VALUE),
+    Patterns.ask(plugin, new SnapshotProtocol.LoadSnapshot(
+        "barrier", SnapshotSelectionCriteria.latest(), Long.MAX_VALUE),
         Duration.ofSeconds(10)).toCompletableFuture().get();
   }
 

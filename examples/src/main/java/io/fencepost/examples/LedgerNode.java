@@ -1,9 +1,11 @@
 package io.fencepost.examples;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import com.typesafe.config.Config;
@@ -11,6 +13,7 @@ import com.typesafe.config.ConfigFactory;
 import io.fencepost.FencepostMeters;
 import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
+import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
@@ -43,7 +46,7 @@ public final class LedgerNode implements AutoCloseable {
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
       int port, List<String> seeds) {
-    return start(bootstrap, topic, group, journal, host, port, seeds, java.util.Optional.empty());
+    return start(bootstrap, topic, group, journal, host, port, seeds, Optional.empty());
   }
 
   /**
@@ -51,7 +54,7 @@ public final class LedgerNode implements AutoCloseable {
    * the outbox, with the pipeline's outbox relay on.
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
-      int port, List<String> seeds, java.util.Optional<String> outboxTopic) {
+      int port, List<String> seeds, Optional<String> outboxTopic) {
     return start(bootstrap, topic, group, journal, host, port, seeds, outboxTopic, Optional.empty());
   }
 
@@ -60,7 +63,7 @@ public final class LedgerNode implements AutoCloseable {
    * there ({@code /ready}, {@code /alive}, {@code /metrics}, {@code /cluster/members}).
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
-      int port, List<String> seeds, java.util.Optional<String> outboxTopic,
+      int port, List<String> seeds, Optional<String> outboxTopic,
       Optional<Map.Entry<String, Integer>> management) {
     List<String> seedNodes = seeds.isEmpty() ? List.of(host + ":" + port) : seeds;
     // Precedence: -D system properties, then the flags, then application.conf, then the examples'
@@ -88,7 +91,7 @@ public final class LedgerNode implements AutoCloseable {
     // end-snippet: meters
     if (management.isPresent()) {
       try {
-        FencepostManagement.start(system).toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+        FencepostManagement.start(system).toCompletableFuture().get(30, TimeUnit.SECONDS);
       } catch (Exception e) {
         system.terminate();
         Throwable cause = e.getCause() != null ? e.getCause() : e;
@@ -117,8 +120,8 @@ public final class LedgerNode implements AutoCloseable {
    */
   public void startReadModel(JournalDatabase journal, String topic, String group) {
     LedgerBalances.installSchema(journal);
-    io.fencepost.jdbc.JdbcProjection projection = LedgerBalances.projection(system, journal, group, topic)
-        .start(java.time.Duration.ofMillis(500));
+    JdbcProjection projection = LedgerBalances.projection(system, journal, group, topic)
+        .start(Duration.ofMillis(500));
     system.getWhenTerminated().thenRun(projection::close);
   }
 
@@ -135,7 +138,7 @@ public final class LedgerNode implements AutoCloseable {
   public void close() {
     system.terminate();
     try {
-      system.getWhenTerminated().toCompletableFuture().get(60, java.util.concurrent.TimeUnit.SECONDS);
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
     } catch (Exception e) {
       throw new IllegalStateException("ledger node did not stop within 60 s", e);
     }

@@ -1,5 +1,7 @@
 package io.fencepost.examples;
 
+import java.util.Map;
+
 import io.fencepost.kafka.serde.JsonDeserializer;
 import io.fencepost.kafka.serde.JsonSerializer;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -24,7 +26,7 @@ public final class PaymentJson implements Deserializer<Payment>, Serializer<Paym
   }
 
   @Override
-  public void configure(java.util.Map<String, ?> configs, boolean isKey) {
+  public void configure(Map<String, ?> configs, boolean isKey) {
   }
 
   @Override

@@ -1,5 +1,6 @@
 package io.fencepost.jdbc;
 
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -56,7 +57,7 @@ public final class JournalDatabase {
   }
 
   /** An embedded H2 database in a file (the demo's zero-setup journal). */
-  public static JournalDatabase h2File(java.nio.file.Path file) {
+  public static JournalDatabase h2File(Path file) {
     return of("jdbc:h2:file:" + file.toAbsolutePath() + ";DATABASE_TO_UPPER=false;AUTO_SERVER=TRUE", "sa", "");
   }
 

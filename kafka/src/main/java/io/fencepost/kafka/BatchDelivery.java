@@ -1,12 +1,7 @@
 package io.fencepost.kafka;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
@@ -18,7 +13,6 @@ import java.util.concurrent.TimeoutException;
 
 import io.fencepost.BatchOutcome;
 import io.fencepost.DeadLetter;
-import io.fencepost.Inbound;
 import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionId;
 import io.fencepost.errors.HandlerFailedException;
@@ -29,8 +23,6 @@ import io.fencepost.kafka.internal.LogProbe;
 import io.fencepost.kafka.internal.PipelineMetrics;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RecordTooLargeException;
-import org.apache.kafka.common.header.Header;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -105,7 +97,8 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
       // Buffered when the assignment ended (or halted): the next owner reads them from the stored offset.
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
-    BatchWork work = new BatchWork(id, progress, batch);
+    BatchWork work = new BatchWork(id, progress, batch, r -> decoder.toInbound(id, r, settings.deadLetter().maxRecordBytes()),
+        settings.handlerRetry().maxAttempts());
     if (work.first <= progress.highestDelivered) {
       // Within one assignment the stream only moves forward: the consumer's position was reset.
       control.halt(id, progress, "its log went back under a running consumer (offset " + work.first + " after "
@@ -133,48 +126,6 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
     work.progress.retries.incrementAndGet();
     work.progress.lastError = message;
     metrics.retried(work.id, reason);
-  }
-
-  /** One batch on its way to its actor: decoded records, dead letters, attempts per failing offset. */
-  private final class BatchWork {
-    final PartitionId id;
-    final PartitionProgress progress;
-    final Map<Long, ConsumerRecord<byte[], byte[]>> raw = new HashMap<>();
-    final List<Inbound<?>> records = new ArrayList<>();
-    final List<DeadLetter> deadLetters = new ArrayList<>();
-    final Map<Long, Integer> handlerAttempts = new HashMap<>();
-    final long first;
-    final long last;
-    // From which offset on the batch is known to hold every readable record (see ApplyBatch):
-    // everywhere when it starts at the log start without holes, else nowhere until the log showed
-    // that its holes hold nothing (onGap).
-    long coveredFrom = Long.MAX_VALUE;
-    int gapChecks;
-    int unanswered;
-
-    BatchWork(PartitionId id, PartitionProgress progress, List<ConsumerRecord<byte[], byte[]>> batch) {
-      this.id = id;
-      this.progress = progress;
-      long lo = Long.MAX_VALUE;
-      long hi = Long.MIN_VALUE;
-      for (ConsumerRecord<byte[], byte[]> r : batch) {
-        raw.put(r.offset(), r);
-        lo = Math.min(lo, r.offset());
-        hi = Math.max(hi, r.offset());
-        try {
-          records.add(toInbound(id, r));
-        } catch (RuntimeException e) {
-          deadLetters.add(new DeadLetter(id, r.offset(), key(r), e.getClass().getName(), e.getMessage(), 1, false,
-              replayOf(id, r)));
-        }
-      }
-      first = lo;
-      last = hi;
-      long logStart = progress.logStart;
-      if (logStart >= 0 && first <= logStart && last - first + 1 == raw.size()) {
-        coveredFrom = 0;   // nothing readable lies below the log start, and the batch has no holes
-      }
-    }
   }
 
   /**
@@ -240,7 +191,6 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
   }
 
   private CompletionStage<OptionalLong> onHandlerFailure(BatchWork work, HandlerFailedException h, int attempt) {
-    int tries = work.handlerAttempts.merge(h.offset(), 1, Integer::sum);
     retried(work, "handler", h.getMessage());
     ConsumerRecord<byte[], byte[]> r = work.raw.get(h.offset());
     if (r == null) {
@@ -249,19 +199,20 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
           h.offset(), work.first, work.last);
       return Backoff.after(system, resend.delay(attempt), () -> applyUntilDone(work, attempt + 1));
     }
-    if (h.isRetriable() && tries < settings.handlerRetry().maxAttempts()) {
+    Optional<DeadLetter> letter = work.failures.failed(h, BatchWork.key(r), BatchWork.replayOf(work.id, r));
+    int tries = work.failures.attempts(h.offset());
+    if (letter.isEmpty()) {
       Duration wait = handlerRetry.delay(tries - 1);
       log.warn("[{}] offset [{}]: handler failed (attempt {} of {}), retrying in {} ms: {}: {}", work.id.shortName(),
           h.offset(), tries, settings.handlerRetry().maxAttempts(), wait.toMillis(), h.causeClass(), h.causeMessage());
       return Backoff.after(system, wait, () -> applyUntilDone(work, attempt));
     }
-    DeadLetter d = new DeadLetter(work.id, h.offset(), key(r), h.causeClass(), h.causeMessage(), tries, false,
-        replayOf(work.id, r));
     log.warn("[{}] offset [{}]: handler failed {} after {} attempt(s); dead-lettering it: {}: {}", work.id.shortName(),
         h.offset(), h.isRetriable() ? "retriably" : "fatally", tries, h.causeClass(), h.causeMessage());
     work.records.removeIf(in -> in.offset() == h.offset());
-    work.deadLetters.add(d);
-    return deadLetters.publish(work.id, work.progress, work.raw, List.of(d)).thenCompose(v -> applyUntilDone(work, attempt));
+    work.deadLetters.add(letter.get());
+    return deadLetters.publish(work.id, work.progress, work.raw, List.of(letter.get()))
+        .thenCompose(v -> applyUntilDone(work, attempt));
   }
 
   /**
@@ -316,46 +267,12 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
 
   /** Per-key ordering: dead-letters records whose key is parked (marked parked), then resends the rest. */
   private CompletionStage<OptionalLong> onParked(BatchWork work, RecordsParkedException parked, int attempt) {
-    List<DeadLetter> letters = new ArrayList<>();
-    for (long offset : parked.offsets()) {
-      ConsumerRecord<byte[], byte[]> r = work.raw.get(offset);
-      if (r == null || work.deadLetters.stream().anyMatch(d -> d.offset() == offset)) {
-        continue;
-      }
-      letters.add(new DeadLetter(work.id, offset, key(r), "parked",
-          "key [" + key(r).orElse("") + "] is parked behind an earlier failed record; replay that one first", 1, true,
-          replayOf(work.id, r)));
-    }
+    List<DeadLetter> letters = work.failures.parked(parked, work.deadLetters,
+        offset -> BatchWork.key(work.raw.get(offset)), offset -> BatchWork.replayOf(work.id, work.raw.get(offset)));
     log.info("[{}] parking {} record(s) behind failed records of their keys: offsets {}", work.id.shortName(),
         letters.size(), parked.offsets());
     work.records.removeIf(in -> parked.offsets().contains(in.offset()));
     work.deadLetters.addAll(letters);
     return deadLetters.publish(work.id, work.progress, work.raw, letters).thenCompose(v -> applyUntilDone(work, attempt));
   }
-
-  /** The dead letter a replayed record replays: its new dead letter takes that one's place. */
-  private static OptionalLong replayOf(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
-    Header h = r.headers().lastHeader(Inbound.REPLAY_OF_HEADER);
-    return Inbound.replayedOffset(id, h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8));
-  }
-
-  private static Optional<String> key(ConsumerRecord<byte[], byte[]> r) {
-    return r.key() == null ? Optional.empty() : Optional.of(new String(r.key(), StandardCharsets.UTF_8));
-  }
-
-  private Inbound<V> toInbound(PartitionId id, ConsumerRecord<byte[], byte[]> r) {
-    if (r.value() != null && r.value().length > settings.deadLetter().maxRecordBytes()) {
-      throw new RecordTooLargeException("value of " + r.value().length + " bytes exceeds fencepost.pipelines."
-          + settings.name() + ".dead-letter.max-record-bytes = " + settings.deadLetter().maxRecordBytes());
-    }
-    // Headers first: a deserializer may change them, the business key must not see that.
-    List<Inbound.Header> headers = RecordDecoder.headers(r);
-    Optional<String> key = key(r);
-    // Without a key deserializer the typed key is the key's text: decoded once.
-    Optional<Object> typedKey = decoder.decodesKeys() ? decoder.key(r) : key.map(k -> (Object) k);
-    V value = decoder.value(r);
-    return new Inbound<>(id, r.offset(), key, value, headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())),
-        typedKey);
-  }
-
 }

@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import io.fencepost.Inbound;
@@ -167,11 +168,11 @@ public final class DeadLetterReplay {
           ProducerSafety.safeProperties(bootstrap, kafkaClients, "dead-letter replay kafka-clients"),
           new ByteArraySerializer(),
           new ByteArraySerializer())) {
-        List<java.util.concurrent.Future<?>> acks = new ArrayList<>();
+        List<Future<?>> acks = new ArrayList<>();
         for (ProducerRecord<byte[], byte[]> r : out) {
           acks.add(producer.send(r));
         }
-        for (java.util.concurrent.Future<?> ack : acks) {
+        for (Future<?> ack : acks) {
           ack.get(60, TimeUnit.SECONDS);
         }
       } catch (Exception e) {

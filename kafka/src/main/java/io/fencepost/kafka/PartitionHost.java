@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  * Runs the partition actors of the partitions Kafka assigned to this node, on this node: Kafka's
  * group coordinator is the only placement authority, so placement can never disagree with the
  * assignment, and a fail-over waits for nothing but the consumer group. Two incarnations of one
- * partition on two nodes (a paused owner that comes back) are kept apart by the journal's fence,
- * exactly as before; on one node a partition has at most one incarnation at a time: a new one
+ * partition on two nodes (a paused owner that comes back) are kept apart by the journal's fence;
+ * on one node a partition has at most one incarnation at a time: a new one
  * starts only after the previous one stopped.
  *
  * <p>Each admitted partition gets a small keeper actor that forwards commands to the partition's
@@ -147,7 +147,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
   }
 
   private String keeperName(PartitionId id) {
-    return "fencepost-" + URLEncoder.encode(pipeline + "-" + id.entityId(), StandardCharsets.UTF_8)
+    return "fencepost-" + URLEncoder.encode(pipeline + "-" + id.qualifiedName(), StandardCharsets.UTF_8)
         + "-" + KEEPERS.incrementAndGet();
   }
 

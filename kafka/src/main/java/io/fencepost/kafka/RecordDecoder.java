@@ -1,13 +1,16 @@
 package io.fencepost.kafka;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
 import io.fencepost.Inbound;
+import io.fencepost.PartitionId;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -94,6 +97,24 @@ final class RecordDecoder<V> {
       throw new SerializationException("the key deserializer returned null for a " + r.key().length + "-byte key");
     }
     return Optional.of(key);
+  }
+
+  /**
+   * The record as its handler sees it: headers (before a deserializer may change them), key text,
+   * typed key and value. A value over {@code maxRecordBytes} is refused undecoded; a refusal of
+   * either deserializer fails the record (it is dead-lettered with the exception's class and message).
+   */
+  Inbound<V> toInbound(PartitionId id, ConsumerRecord<byte[], byte[]> r, int maxRecordBytes) {
+    if (r.value() != null && r.value().length > maxRecordBytes) {
+      throw new RecordTooLargeException("value of " + r.value().length + " bytes exceeds fencepost.pipelines."
+          + pipeline + ".dead-letter.max-record-bytes = " + maxRecordBytes);
+    }
+    List<Inbound.Header> headers = headers(r);
+    Optional<String> key = r.key() == null ? Optional.empty() : Optional.of(new String(r.key(), StandardCharsets.UTF_8));
+    // Without a key deserializer the typed key is the key's text: decoded once.
+    Optional<Object> typedKey = decodesKeys() ? key(r) : key.map(k -> (Object) k);
+    return new Inbound<>(id, r.offset(), key, value(r), headers, Instant.ofEpochMilli(Math.max(0, r.timestamp())),
+        typedKey);
   }
 
   /** Every header in the record's order, repeated names included. */

@@ -6,6 +6,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 
 import io.fencepost.PartitionCommand;
@@ -37,7 +38,7 @@ final class SeekTargets implements OwnershipSeams.StartOffsets {
   // auto-offset-reset latest: where each partition that never stored an offset was first seeked to on
   // this node, kept until it stores one, so that seeking it again (a stream that missed records)
   // does not jump to the new log end over records nobody applied.
-  private final Map<TopicPartition, Long> freshStarts = new java.util.concurrent.ConcurrentHashMap<>();
+  private final Map<TopicPartition, Long> freshStarts = new ConcurrentHashMap<>();
 
   SeekTargets(ActorSystem<?> system, PipelineSettings settings, PartitionHost host, Admin admin) {
     this.system = system;

@@ -17,11 +17,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
+import org.apache.pekko.actor.DeadLetter;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.eventstream.EventStream;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -144,8 +146,8 @@ class PartitionHostTest {
   @Test
   void aKeeperThatStoppedInTimeLeavesNoDeadLetterBehind() throws Exception {
     BlockingQueue<Object> deadLetters = new LinkedBlockingQueue<>();
-    kit.system().eventStream().tell(new org.apache.pekko.actor.typed.eventstream.EventStream.Subscribe<>(
-        org.apache.pekko.actor.DeadLetter.class, kit.spawn(Behaviors.receive(org.apache.pekko.actor.DeadLetter.class)
+    kit.system().eventStream().tell(new EventStream.Subscribe<>(
+        DeadLetter.class, kit.spawn(Behaviors.receive(DeadLetter.class)
             .onAnyMessage(d -> {
               deadLetters.add(d.message());
               return Behaviors.same();

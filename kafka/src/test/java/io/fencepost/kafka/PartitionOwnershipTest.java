@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,7 +22,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
 
 import io.fencepost.PartitionId;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -267,10 +271,10 @@ class PartitionOwnershipTest {
 
   /** The offsets of partition {@code p} whose batches were applied, from the event at {@code since} on. */
   private Set<Long> applied(int p, int since) {
-    Set<Long> out = new java.util.TreeSet<>();
+    Set<Long> out = new TreeSet<>();
     Pattern applied = Pattern.compile("applied " + p + " \\[(\\d+)\\.\\.(\\d+)\\]");
     for (String e : events.subList(since, events.size())) {
-      java.util.regex.Matcher m = applied.matcher(e);
+      Matcher m = applied.matcher(e);
       if (m.matches()) {
         for (long o = Long.parseLong(m.group(1)); o <= Long.parseLong(m.group(2)); o++) {
           out.add(o);
@@ -282,8 +286,8 @@ class PartitionOwnershipTest {
 
   /** Waits until offsets {@code from..to} of partition {@code p} were applied (in any batches) since event {@code since}. */
   private void awaitApplied(int p, long from, long to, int since) {
-    Set<Long> wanted = java.util.stream.LongStream.rangeClosed(from, to).boxed()
-        .collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new));
+    Set<Long> wanted = LongStream.rangeClosed(from, to).boxed()
+        .collect(Collectors.toCollection(TreeSet::new));
     await(() -> applied(p, since).containsAll(wanted), "offsets " + from + ".." + to + " of partition " + p
         + " applied; events: " + events);
   }
@@ -485,7 +489,7 @@ class PartitionOwnershipTest {
         each.add(o);
       }
     });
-    assertEquals(java.util.stream.LongStream.range(0, 30).boxed().toList(), each, "every offset once, in order");
+    assertEquals(LongStream.range(0, 30).boxed().toList(), each, "every offset once, in order");
   }
 
   @Test

@@ -1,10 +1,12 @@
 package io.fencepost.testkit;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -56,13 +58,13 @@ public final class JvmProcess implements AutoCloseable {
     List<String> classpath = new ArrayList<>();
     classpathFirst.forEach(p -> classpath.add(p.toAbsolutePath().toString()));
     classpath.add(System.getProperty("java.class.path"));
-    cmd.add(String.join(java.io.File.pathSeparator, classpath));
+    cmd.add(String.join(File.pathSeparator, classpath));
     cmd.add(mainClass);
     cmd.addAll(args);
     try {
       Files.createDirectories(log.toAbsolutePath().getParent());
       Files.writeString(log, "=== start " + name + ": " + String.join(" ", args) + System.lineSeparator(),
-          StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+          StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
       ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
           .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
           .redirectInput(ProcessBuilder.Redirect.PIPE);

@@ -1,15 +1,19 @@
 package io.fencepost.testkit;
 
 import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -19,6 +23,10 @@ import kafka.server.KafkaRaftServer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
+import org.apache.kafka.clients.admin.UserScramCredentialAlteration;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.utils.Time;
@@ -58,7 +66,7 @@ public final class KafkaBroker implements AutoCloseable {
   private final Map<String, String> overrides;
   private KafkaRaftServer server;
   /** SCRAM-SHA-512 users of the SASL_PLAINTEXT listener (none: no such listener). */
-  private final Map<String, String> scramUsers = new java.util.TreeMap<>();
+  private final Map<String, String> scramUsers = new TreeMap<>();
   private int saslPort = -1;
 
   private KafkaBroker(Path dataDir, boolean ownsDataDir, int brokerPort, int controllerPort,
@@ -288,7 +296,7 @@ public final class KafkaBroker implements AutoCloseable {
   private void format() {
     try {
       new Formatter()
-          .setPrintStream(new java.io.PrintStream(java.io.OutputStream.nullOutputStream()))
+          .setPrintStream(new PrintStream(OutputStream.nullOutputStream()))
           .setClusterId(Uuid.randomUuid().toString())
           .setNodeId(1)
           .setControllerListenerName("CONTROLLER")
@@ -303,10 +311,10 @@ public final class KafkaBroker implements AutoCloseable {
 
   /** Stores the SCRAM credentials (through the PLAINTEXT listener) and waits until each can log in. */
   private void addScramUsers() {
-    List<org.apache.kafka.clients.admin.UserScramCredentialAlteration> upserts = new java.util.ArrayList<>();
-    scramUsers.forEach((user, password) -> upserts.add(new org.apache.kafka.clients.admin.UserScramCredentialUpsertion(
-        user, new org.apache.kafka.clients.admin.ScramCredentialInfo(
-            org.apache.kafka.clients.admin.ScramMechanism.SCRAM_SHA_512, 4096), password)));
+    List<UserScramCredentialAlteration> upserts = new ArrayList<>();
+    scramUsers.forEach((user, password) -> upserts.add(new UserScramCredentialUpsertion(
+        user, new ScramCredentialInfo(
+            ScramMechanism.SCRAM_SHA_512, 4096), password)));
     try (Admin admin = admin()) {
       admin.alterUserScramCredentials(upserts).all().get(30, TimeUnit.SECONDS);
     } catch (Exception e) {

@@ -4,12 +4,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
@@ -29,7 +29,10 @@ import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.RecordsParkedException;
+import io.fencepost.FailedRecords;
 import io.fencepost.kafka.PipelineSettings;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -211,18 +214,18 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
    * value the deserializer refuses (it throws, e.g. a {@code SerializationException}) is
    * dead-lettered at its offset with that exception's class and message; the others are applied.
    */
-  public Result sendBytes(org.apache.kafka.common.serialization.Deserializer<V> deserializer, byte[]... values) {
+  public Result sendBytes(Deserializer<V> deserializer, byte[]... values) {
     List<Inbound<V>> batch = new ArrayList<>();
     List<DeadLetter> unreadable = new ArrayList<>();
     for (byte[] value : values) {
       long offset = nextOffset++;
       try {
-        V v = deserializer.deserialize(partition.topic(), new org.apache.kafka.common.header.internals.RecordHeaders(),
+        V v = deserializer.deserialize(partition.topic(), new RecordHeaders(),
             value);
         batch.add(new Inbound<>(partition, offset, Optional.empty(), v, Map.of(), Instant.now()));
       } catch (RuntimeException e) {
         unreadable.add(new DeadLetter(partition, offset, Optional.empty(), e.getClass().getName(),
-            String.valueOf(e.getMessage()), 1, false, java.util.OptionalLong.empty()));
+            String.valueOf(e.getMessage()), 1, false, OptionalLong.empty()));
       }
     }
     return apply(batch, unreadable);
@@ -249,7 +252,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
       nextOffset = Math.max(nextOffset, r.offset() + 1);
     }
     List<DeadLetter> deadLetters = new ArrayList<>(unreadable);
-    Map<Long, Integer> attempts = new HashMap<>();
+    FailedRecords failures = new FailedRecords(partition, maxHandlerAttempts);   // the pipeline's own policy
     while (true) {
       TestProbe<BatchOutcome> probe = kit.createTestProbe();
       actor.tell(new PartitionCommand.ApplyBatch(batch, deadLetters, probe.ref()));
@@ -260,23 +263,13 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
       }
       BatchOutcome.Rejected rejected = (BatchOutcome.Rejected) outcome;
       if (rejected.error() instanceof HandlerFailedException h) {
-        int tries = attempts.merge(h.offset(), 1, Integer::sum);
-        if (h.isRetriable() && tries < maxHandlerAttempts) {
-          continue;
+        Optional<DeadLetter> letter = failures.failed(h, keyOf(h.offset()), replayOf(h.offset()));
+        if (letter.isPresent()) {
+          deadLetters.add(letter.get());
+          batch.removeIf(r -> r.offset() == h.offset());
         }
-        deadLetters.add(new DeadLetter(partition, h.offset(), keyOf(h.offset()), h.causeClass(), h.causeMessage(),
-            tries, false, replayOf(h.offset())));
-        batch.removeIf(r -> r.offset() == h.offset());
       } else if (rejected.error() instanceof RecordsParkedException p) {
-        // As the pipeline does: each parked offset once, with the message its dead letter carries there.
-        for (long offset : p.offsets()) {
-          if (deadLetters.stream().anyMatch(d -> d.offset() == offset)) {
-            continue;
-          }
-          deadLetters.add(new DeadLetter(partition, offset, keyOf(offset), "parked", "key ["
-              + keyOf(offset).orElse("") + "] is parked behind an earlier failed record; replay that one first", 1,
-              true, replayOf(offset)));
-        }
+        deadLetters.addAll(failures.parked(p, deadLetters, this::keyOf, this::replayOf));
         batch.removeIf(r -> p.offsets().contains(r.offset()));
       } else {
         throw new AssertionError("the actor rejected the batch at offsets " + offsets(records) + ": "
@@ -290,9 +283,9 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
     return r == null ? Optional.empty() : r.key();
   }
 
-  private java.util.OptionalLong replayOf(long offset) {
+  private OptionalLong replayOf(long offset) {
     Inbound<V> r = sent.get(offset);
-    return r == null ? java.util.OptionalLong.empty()
+    return r == null ? OptionalLong.empty()
         : Inbound.replayedOffset(partition, r.header(Inbound.REPLAY_OF_HEADER).orElse(null));
   }
 

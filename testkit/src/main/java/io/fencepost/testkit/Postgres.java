@@ -2,6 +2,7 @@ package io.fencepost.testkit;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -44,11 +45,11 @@ public final class Postgres {
   private final String user;
   private final String password;
   private EmbeddedPostgres embedded;
-  private final java.nio.file.Path dataDir;
+  private final Path dataDir;
   private final int port;
 
   private Postgres(String adminUrl, String user, String password, EmbeddedPostgres embedded,
-      java.nio.file.Path dataDir, int port) {
+      Path dataDir, int port) {
     this.adminUrl = adminUrl;
     this.user = user;
     this.password = password;
@@ -78,12 +79,12 @@ public final class Postgres {
    * Starts an embedded server on {@code dataDir} and {@code port} that {@link #stopServer()} and
    * {@link #startServer()} can stop and start again with its data (outage tests).
    */
-  public static Postgres startEmbedded(java.nio.file.Path dataDir, int port) {
+  public static Postgres startEmbedded(Path dataDir, int port) {
     EmbeddedPostgres pg = launch(dataDir, port);
     return new Postgres(pg.getJdbcUrl("postgres", "postgres"), "postgres", "postgres", pg, dataDir, port);
   }
 
-  private static EmbeddedPostgres launch(java.nio.file.Path dataDir, int port) {
+  private static EmbeddedPostgres launch(Path dataDir, int port) {
     try {
       long start = System.nanoTime();
       EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()

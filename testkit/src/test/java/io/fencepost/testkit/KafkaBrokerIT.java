@@ -3,7 +3,9 @@ package io.fencepost.testkit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
@@ -155,7 +157,7 @@ class KafkaBrokerIT {
     return s;
   }
 
-  private static java.util.List<Long> toList(long[] a) {
-    return java.util.Arrays.stream(a).boxed().toList();
+  private static List<Long> toList(long[] a) {
+    return Arrays.stream(a).boxed().toList();
   }
 }

@@ -5,18 +5,23 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.fencepost.DeadLetter;
 import io.fencepost.Effects;
 import io.fencepost.Inbound;
 import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
+import io.fencepost.PartitionId;
 import io.fencepost.errors.RetriableException;
+import io.fencepost.kafka.serde.JsonDeserializer;
 import org.junit.jupiter.api.Test;
 
 /** The kit plays the pipeline's part against a real partition actor on the in-memory journal. */
@@ -121,7 +126,7 @@ class PartitionActorTestKitTest {
   @Test
   void retriableFailuresPastTheLimitAreDeadLettered() {
     try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new,
-        s -> s, new io.fencepost.PartitionId("g", "t", 3), 2)) {
+        s -> s, new PartitionId("g", "t", 3), 2)) {
       PartitionActorTestKit.Result r = kit.send("flaky");
       assertEquals(0, r.applied());
       assertEquals(2, r.deadLettered().get(0).attempts());
@@ -148,7 +153,7 @@ class PartitionActorTestKitTest {
   @Test
   void aRecordOfAnotherPartitionIsRefused() {
     try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new)) {
-      Inbound<String> other = Inbound.of(new io.fencepost.PartitionId("test", "test", 1), 0, "a");
+      Inbound<String> other = Inbound.of(new PartitionId("test", "test", 1), 0, "a");
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> kit.apply(List.of(other)));
       assertTrue(e.getMessage().contains("sent to the kit's"), e.getMessage());
     }
@@ -166,7 +171,7 @@ class PartitionActorTestKitTest {
       assertEquals(List.of(false, true), r.deadLettered().stream().map(d -> d.parked()).toList());
       assertEquals("key [K] is parked behind an earlier failed record; replay that one first",
           r.deadLettered().get(1).errorMessage());
-      assertEquals(java.util.Optional.of("K"), r.deadLettered().get(1).key());
+      assertEquals(Optional.of("K"), r.deadLettered().get(1).key());
       assertEquals(List.of("a"), kit.state());
       assertEquals(3, kit.send("c").nextOffset() - 1, "the next record takes offset 3");
     }
@@ -176,7 +181,7 @@ class PartitionActorTestKitTest {
   void forPipelineTakesThePipelinesSettingsButNeverItsJournal() {
     try (PartitionActorTestKit<String, List<String>, String> kit =
         PartitionActorTestKit.forPipeline(Words::new, "kit-test")) {
-      assertEquals(new io.fencepost.PartitionId("kit-group", "kit-topic", 0), kit.partition());
+      assertEquals(new PartitionId("kit-group", "kit-topic", 0), kit.partition());
       PartitionActorTestKit.Result r = kit.send("flaky", "a");
       assertEquals(2, r.deadLettered().get(0).attempts(), "the pipeline's handler-retry.max-attempts");
       kit.crash();
@@ -187,13 +192,13 @@ class PartitionActorTestKitTest {
   @Test
   void rawBytesGoThroughTheDeserializerAndWhatItRefusesIsDeadLettered() {
     try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new)) {
-      PartitionActorTestKit.Result result = kit.sendBytes(io.fencepost.kafka.serde.JsonDeserializer.of(String.class),
-          "\"a\"".getBytes(java.nio.charset.StandardCharsets.UTF_8),
-          "{not json".getBytes(java.nio.charset.StandardCharsets.UTF_8),
-          "\"b\"".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      PartitionActorTestKit.Result result = kit.sendBytes(JsonDeserializer.of(String.class),
+          "\"a\"".getBytes(StandardCharsets.UTF_8),
+          "{not json".getBytes(StandardCharsets.UTF_8),
+          "\"b\"".getBytes(StandardCharsets.UTF_8));
       assertEquals(2, result.applied());
       assertEquals(1, result.deadLettered().size());
-      io.fencepost.DeadLetter unreadable = result.deadLettered().get(0);
+      DeadLetter unreadable = result.deadLettered().get(0);
       assertEquals(1, unreadable.offset());
       assertEquals("org.apache.kafka.common.errors.SerializationException", unreadable.errorClass());
       assertTrue(unreadable.errorMessage().startsWith("not valid JSON for String on topic ["

@@ -3,6 +3,7 @@ package io.fencepost.testkit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import com.typesafe.config.Config;
@@ -17,6 +18,7 @@ import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -57,9 +59,9 @@ class PostgresIT {
     try {
       db.installSchemaIfMissing();
       db.installSchemaIfMissing();
-      IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+      IllegalStateException e = Assertions.assertThrows(IllegalStateException.class,
           db::installSchema);
-      org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("cannot install the journal schema"),
+      Assertions.assertTrue(e.getMessage().contains("cannot install the journal schema"),
           e.getMessage());
     } finally {
       Postgres.shared().dropDatabase(db);
@@ -103,8 +105,8 @@ class PostgresIT {
 
   /** Sums Long events; counts how many events each recovery replayed. */
   static final class Sum extends EventSourcedBehavior<Object, Long, Long> {
-    static final java.util.concurrent.ConcurrentHashMap<String, Integer> eventsReplayed =
-        new java.util.concurrent.ConcurrentHashMap<>();
+    static final ConcurrentHashMap<String, Integer> eventsReplayed =
+        new ConcurrentHashMap<>();
     private final String id;
 
     private Sum(String id) {

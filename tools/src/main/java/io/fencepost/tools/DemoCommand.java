@@ -7,18 +7,21 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.GuaranteeStatement;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.examples.LedgerBalances;
 import io.fencepost.examples.LedgerNode;
+import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.testkit.Directories;
 import io.fencepost.testkit.FreePorts;
 import io.fencepost.testkit.H2;
 import io.fencepost.testkit.JvmProcess;
 import io.fencepost.testkit.KafkaBroker;
+import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
  * {@code fencepost demo}: zero set-up. An in-process Kafka broker, an H2 journal in
@@ -127,10 +130,10 @@ final class DemoCommand implements Main.Command {
   /** Runs the ledger_balances projection over the journal until it has caught up, and sums the table. */
   private static LedgerBalances.Totals readModel(JournalDatabase journal) throws Exception {
     LedgerBalances.installSchema(journal);
-    org.apache.pekko.actor.typed.ActorSystem<Void> system = ToolSystems.create("fencepost-demo-projection", journal,
+    ActorSystem<Void> system = ToolSystems.create("fencepost-demo-projection", journal,
         DemoCommand.class.getClassLoader());
     try {
-      io.fencepost.jdbc.JdbcProjection projection =
+      JdbcProjection projection =
           LedgerBalances.projection(system, journal, GROUP, TOPIC);
       while (projection.runOnce() > 0) {
         // until caught up
@@ -138,7 +141,7 @@ final class DemoCommand implements Main.Command {
       return LedgerBalances.totals(journal);
     } finally {
       system.terminate();
-      system.getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
   }
 

@@ -1,5 +1,7 @@
 package io.fencepost.tools;
 
+import java.util.Arrays;
+
 import io.fencepost.kafka.DeadLetterReplay;
 
 /** {@code fencepost dlq replay}: re-injects dead letters into their source topic. */
@@ -25,7 +27,7 @@ final class DlqCommand implements Main.Command {
         .value("client-config", "file", "FENCEPOST_CLIENT_CONFIG", null,
             "Kafka client properties file (security.protocol, sasl.*, ssl.*), as Kafka's tools' --command-config")
         .bool("dry-run", "count what would be replayed, send nothing");
-    String[] rest = java.util.Arrays.copyOfRange(args, 1, args.length);
+    String[] rest = Arrays.copyOfRange(args, 1, args.length);
     if (!flags.parse(rest)) {
       return 0;
     }

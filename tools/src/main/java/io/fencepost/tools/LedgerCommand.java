@@ -13,6 +13,7 @@ import io.fencepost.testkit.H2;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.cluster.Cluster;
 
 /** {@code fencepost ledger}: runs one node until SIGTERM (graceful) or SIGKILL. */
 final class LedgerCommand implements Main.Command {
@@ -61,7 +62,7 @@ final class LedgerCommand implements Main.Command {
       node.startReadModel(journal, flags.require("topic"), flags.require("group"));
     }
     // A supervisor or a test may wait for the node to be a cluster member (consuming does not).
-    org.apache.pekko.cluster.Cluster.get(node.system().classicSystem()).registerOnMemberUp(() -> {
+    Cluster.get(node.system().classicSystem()).registerOnMemberUp(() -> {
       System.out.println("UP " + node.system().address());
       System.out.flush();
     });

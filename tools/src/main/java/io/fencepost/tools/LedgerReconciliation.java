@@ -1,7 +1,9 @@
 package io.fencepost.tools;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Optional;
+import java.util.function.BiConsumer;
 
 import io.fencepost.examples.Credited;
 import io.fencepost.examples.PaymentJson;
@@ -19,8 +21,8 @@ final class LedgerReconciliation {
    * the timeout passes; returns the last report. Kafka's committed offsets are not used for this:
    * after a rebalance they can lag the actors' stored offsets until a partition's next record.
    */
-  static Reconciliation.Report awaitComplete(Reconciliation reconciliation, java.time.Duration timeout,
-      java.util.function.BiConsumer<Long, Long> progress) throws InterruptedException {
+  static Reconciliation.Report awaitComplete(Reconciliation reconciliation, Duration timeout,
+      BiConsumer<Long, Long> progress) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (true) {
       Reconciliation.Report r = reconciliation.run();

@@ -1,6 +1,7 @@
 package io.fencepost.tools;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -42,7 +43,7 @@ final class OffsetsCommand implements Main.Command {
         .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
         .value("classpath", "jars", "FENCEPOST_CLASSPATH", null,
             "the service's jars or class directories (its events and state are read to recover the partition)");
-    if (!flags.parse(java.util.Arrays.copyOfRange(args, 1, args.length))) {
+    if (!flags.parse(Arrays.copyOfRange(args, 1, args.length))) {
       return 0;
     }
     PartitionId partition = new PartitionId(flags.require("group"), flags.require("topic"),

@@ -2,10 +2,12 @@ package io.fencepost.tools;
 
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Properties;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongConsumer;
 
 import io.fencepost.examples.Payment;
 import io.fencepost.examples.PaymentJson;
@@ -76,7 +78,7 @@ final class PaymentProducer {
     if (cumulative == null) {
       return random.nextInt(merchants);
     }
-    int i = java.util.Arrays.binarySearch(cumulative, random.nextDouble());
+    int i = Arrays.binarySearch(cumulative, random.nextDouble());
     return Math.min(merchants - 1, i >= 0 ? i : -i - 1);
   }
 
@@ -93,7 +95,7 @@ final class PaymentProducer {
    * Sends {@code count} distinct payments (plus duplicates) at about {@code perSecond} records per
    * second; {@code onEach} runs after each distinct payment with how many were sent.
    */
-  Summary run(long count, int perSecond, java.util.function.LongConsumer onEach) {
+  Summary run(long count, int perSecond, LongConsumer onEach) {
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ProducerConfig.ACKS_CONFIG, "all");

@@ -7,12 +7,15 @@ import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
@@ -263,9 +266,9 @@ public final class Reconciliation {
     List<Instant> bucketStarts = new ArrayList<>();
     Map<Instant, Integer> bucketIndex = new TreeMap<>();
     long[] recordsPerBucket = new long[1 << 16];
-    Map<String, java.util.BitSet> sequences = new HashMap<>();
+    Map<String, BitSet> sequences = new HashMap<>();
     int partitions = partitionCount();
-    java.util.Set<Long> deadPositions = new java.util.HashSet<>();
+    Set<Long> deadPositions = new HashSet<>();
     List<TreeMap<Long, Integer>> coverage = new ArrayList<>();
     for (int i = 0; i < partitions; i++) {
       coverage.add(new TreeMap<>());
@@ -294,8 +297,8 @@ public final class Reconciliation {
     }
     long gaps = 0;
     List<String> sampleGaps = new ArrayList<>();
-    for (Map.Entry<String, java.util.BitSet> e : new TreeMap<>(sequences).entrySet()) {
-      java.util.BitSet seen = e.getValue();
+    for (Map.Entry<String, BitSet> e : new TreeMap<>(sequences).entrySet()) {
+      BitSet seen = e.getValue();
       for (int n = seen.nextClearBit(1); n < seen.length(); n = seen.nextClearBit(n + 1)) {
         gaps++;
         if (sampleGaps.size() < 10) {
@@ -375,7 +378,7 @@ public final class Reconciliation {
 
   private long readTopic(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
       Map<Instant, Integer> bucketIndex, List<Instant> bucketStarts, long[] recordsPerBucket,
-      Map<String, java.util.BitSet> sequences, java.util.Set<Long> deadPositions,
+      Map<String, BitSet> sequences, Set<Long> deadPositions,
       List<TreeMap<Long, Integer>> coverage) {
     long keyed = 0;
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties(),
@@ -434,7 +437,7 @@ public final class Reconciliation {
               int seq = Integer.parseInt(new String(r.headers().lastHeader(sequenceHeader).value(),
                   StandardCharsets.UTF_8).trim());
               if (seq > 0) {
-                sequences.computeIfAbsent(entity, k -> new java.util.BitSet()).set(seq);
+                sequences.computeIfAbsent(entity, k -> new BitSet()).set(seq);
               }
             } catch (NumberFormatException e) {
               // not a sequence number: ignored
@@ -450,7 +453,7 @@ public final class Reconciliation {
   }
 
   private long[] readJournal(MessageDigest sha, long[] d, KeyCounts counts, Map<Long, String> sampleKeys,
-      int partitions, java.util.Set<Long> deadPositions, List<TreeMap<Long, Integer>> coverage) {
+      int partitions, Set<Long> deadPositions, List<TreeMap<Long, Integer>> coverage) {
     ActorSystem<Void> reader = ToolSystems.create("fencepost-reconciliation", journal, classLoader);
     long[] droppedByKey = {0, 0, 0};   // dropped by key, dead-lettered, digests journaled
     try {

@@ -1,7 +1,19 @@
 package io.fencepost.tools;
 
+import java.io.File;
+import java.io.IOException;
+import java.io.Reader;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Properties;
+import java.util.TreeMap;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -30,23 +42,23 @@ final class ToolSystems {
     if (classpath.isEmpty() || classpath.get().isBlank()) {
       return ToolSystems.class.getClassLoader();
     }
-    java.util.List<java.net.URL> urls = new java.util.ArrayList<>();
-    for (String entry : classpath.get().split(java.io.File.pathSeparator)) {
+    List<URL> urls = new ArrayList<>();
+    for (String entry : classpath.get().split(File.pathSeparator)) {
       if (entry.isBlank()) {
         continue;
       }
-      java.nio.file.Path path = java.nio.file.Path.of(entry.trim());
-      if (!java.nio.file.Files.exists(path)) {
+      Path path = Path.of(entry.trim());
+      if (!Files.exists(path)) {
         throw new Flags.UsageError("--classpath: [" + entry + "] does not exist (jars and directories, separated by '"
-            + java.io.File.pathSeparator + "')");
+            + File.pathSeparator + "')");
       }
       try {
         urls.add(path.toUri().toURL());
-      } catch (java.net.MalformedURLException e) {
+      } catch (MalformedURLException e) {
         throw new Flags.UsageError("--classpath: [" + entry + "] is not a usable path: " + e.getMessage());
       }
     }
-    return new java.net.URLClassLoader("service-classpath", urls.toArray(new java.net.URL[0]),
+    return new URLClassLoader("service-classpath", urls.toArray(new URL[0]),
         ToolSystems.class.getClassLoader());
   }
 
@@ -61,13 +73,13 @@ final class ToolSystems {
     if (file.isEmpty()) {
       return Map.of();
     }
-    java.util.Properties p = new java.util.Properties();
-    try (java.io.Reader r = java.nio.file.Files.newBufferedReader(java.nio.file.Path.of(file.get()))) {
+    Properties p = new Properties();
+    try (Reader r = Files.newBufferedReader(Path.of(file.get()))) {
       p.load(r);
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       throw new Flags.UsageError("--client-config: cannot read [" + file.get() + "]: " + e.getMessage());
     }
-    Map<String, String> out = new java.util.TreeMap<>();
+    Map<String, String> out = new TreeMap<>();
     p.forEach((k, v) -> out.put(String.valueOf(k), String.valueOf(v)));
     return out;
   }

@@ -1,5 +1,7 @@
 package io.fencepost.tools;
 
+import java.io.File;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
@@ -41,7 +43,7 @@ final class VerifyCommand implements Main.Command {
         .value("client-config", "file", "FENCEPOST_CLIENT_CONFIG", null,
             "Kafka client properties file (security.protocol, sasl.*, ssl.*), as Kafka's tools' --command-config")
         .value("classpath", "jars", "FENCEPOST_CLASSPATH", null,
-            "the service's jars or class directories, separated by '" + java.io.File.pathSeparator
+            "the service's jars or class directories, separated by '" + File.pathSeparator
                 + "' (the journal holds its events)")
         .bool("json", "print the report as JSON");
     if (!flags.parse(args)) {
@@ -132,7 +134,7 @@ final class VerifyCommand implements Main.Command {
         JsonNode node = mapper.readTree(r.value()).at(at);
         String text = node.isValueNode() && !node.isNull() ? node.asText() : "";
         return text.isEmpty() ? Optional.empty() : Optional.of(text);
-      } catch (java.io.IOException notJson) {
+      } catch (IOException notJson) {
         return Optional.empty();
       }
     };

@@ -19,6 +19,7 @@ import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
+import io.fencepost.annotation.InternalApi;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -32,13 +33,16 @@ import org.junit.jupiter.api.Test;
  * import; its module's {@code internal} package is the implementation beneath it. No public signature
  * exposes an internal type, no module reaches into another module's internals, and internal code
  * uses only the public types that are leaves (value types such as {@code PartitionId} that depend on
- * no internal code), so no chain of classes runs public → internal → public.
+ * no internal code), so no chain of classes runs public → internal → public. A public type or member
+ * marked {@link InternalApi} is shared by the modules, not offered to applications: it may name an
+ * internal type, and the examples (application code) may not use it. This test lives in the tools
+ * module because that is the one module that depends on every other one (the benchmarks aside).
  */
 class ArchitectureTest {
 
   /** Each module's public packages, and the internal package that implements them. */
   private static final Map<String, List<String>> MODULES = Map.of(
-      "io.fencepost.internal", List.of("io.fencepost", "io.fencepost.errors", "io.fencepost.serialization"),
+      "io.fencepost.internal", List.of("io.fencepost", "io.fencepost.errors", "io.fencepost.annotation"),
       "io.fencepost.jdbc.internal", List.of("io.fencepost.jdbc"),
       "io.fencepost.kafka.internal", List.of("io.fencepost.kafka"),
       "io.fencepost.management.internal", List.of("io.fencepost.management"),
@@ -102,7 +106,8 @@ class ArchitectureTest {
         .should(new ArchCondition<JavaCodeUnit>("not use an internal type in their signature") {
           @Override
           public void check(JavaCodeUnit unit, ConditionEvents events) {
-            if (!unit.getOwner().getModifiers().contains(JavaModifier.PUBLIC) || isHiddenNestedType(unit.getOwner())) {
+            if (!unit.getOwner().getModifiers().contains(JavaModifier.PUBLIC) || isHiddenNestedType(unit.getOwner())
+                || isInternalApi(unit)) {
               return;
             }
             List<JavaClass> types = new ArrayList<>(unit.getRawParameterTypes());
@@ -116,6 +121,35 @@ class ArchitectureTest {
           }
         })
         .check(classes);
+  }
+
+  /**
+   * Applications (the examples stand for them) use no INTERNAL API: no {@link InternalApi} type, and
+   * no {@link InternalApi} method, constructor or field of a public type.
+   */
+  @Test
+  void applicationsUseNoInternalApi() {
+    noClasses().that().resideInAPackage("io.fencepost.examples..")
+        .should().dependOnClassesThat(internalApiType())
+        .orShould().accessTargetWhere(DescribedPredicate.describe("the target is INTERNAL API",
+            access -> access.getTarget().isAnnotatedWith(InternalApi.class)
+                || internalApiType().test(access.getTargetOwner())))
+        .because("INTERNAL API is shared by Fencepost's modules and may change in any release")
+        .check(classes);
+  }
+
+  /** INTERNAL API itself, or a member of a type that is (nested types count their enclosing ones). */
+  private static boolean isInternalApi(JavaCodeUnit unit) {
+    return unit.isAnnotatedWith(InternalApi.class) || internalApiType().test(unit.getOwner());
+  }
+
+  private static DescribedPredicate<JavaClass> internalApiType() {
+    return DescribedPredicate.describe("an INTERNAL API type", ArchitectureTest::isInternalApiType);
+  }
+
+  private static boolean isInternalApiType(JavaClass c) {
+    return c.isAnnotatedWith(InternalApi.class) || c.getEnclosingClass().map(ArchitectureTest::isInternalApiType)
+        .orElse(false);
   }
 
   /** A public nested type of a class users cannot see is not reachable either. */

@@ -8,6 +8,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.LocalTime;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -19,8 +20,10 @@ import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.BiConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.Effects;
@@ -48,6 +51,7 @@ import io.fencepost.testkit.Topics;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -153,7 +157,7 @@ class ClusterFailoverIT {
       p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
       PaymentJson json = new PaymentJson();
       try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(),
-          new org.apache.kafka.common.serialization.ByteArraySerializer())) {
+          new ByteArraySerializer())) {
         long start = System.nanoTime();
         for (int i = from; i < from + count; i++) {
           int partition = i % PARTITIONS;
@@ -214,7 +218,7 @@ class ClusterFailoverIT {
   }
 
   /** Every user event journaled by the actors of (group, topic), with its partition. */
-  private void forEachEvent(String group, String topic, java.util.function.BiConsumer<Integer, Object> onEvent)
+  private void forEachEvent(String group, String topic, BiConsumer<Integer, Object> onEvent)
       throws Exception {
     ActorSystem<Void> reader = ActorSystem.create(Behaviors.empty(), "reader",
         db.pekkoConfig().withFallback(ConfigFactory.load()));
@@ -279,7 +283,7 @@ class ClusterFailoverIT {
     Thread producer = producer(0, 36_000, 1_200, produced);   // ~30 s of traffic
     Thread.sleep(4_000);
     long killedAt = System.nanoTime();
-    java.time.LocalTime killedClock = java.time.LocalTime.now();
+    LocalTime killedClock = LocalTime.now();
     nodes[2].kill();                                           // SIGKILL mid-stream
     // A 3-node cluster survives one failure at a time: let the split-brain resolver down the dead
     // node and its partitions move before the next fault.
@@ -301,7 +305,7 @@ class ClusterFailoverIT {
   }
 
   /** When a surviving node first seeked a (moved) partition after the kill, from the nodes' logs. */
-  private String firstSeekAfter(java.time.LocalTime killed) {
+  private String firstSeekAfter(LocalTime killed) {
     return OwnershipLog.firstSeekAfter(killed, List.of(nodes[0].log(), nodes[1].log()))
         .map(d -> String.format("%.1f s", d.toMillis() / 1e3)).orElse("?");
   }
@@ -454,7 +458,7 @@ class ClusterFailoverIT {
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ProducerConfig.ACKS_CONFIG, "all");
     try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(),
-        new org.apache.kafka.common.serialization.ByteArraySerializer())) {
+        new ByteArraySerializer())) {
       long offset = producer.send(new ProducerRecord<>(TOPIC, partition, payment.merchantId(),
           new PaymentJson().serialize(TOPIC, payment))).get(30, TimeUnit.SECONDS).offset();
       produced.incrementAndGet(partition);
@@ -540,7 +544,7 @@ class ClusterFailoverIT {
           + "and dropped %d by outbox id%n", payments, published, CREDITED, republished, applied, droppedByKey);
       assertEquals(payments, perPayment.size(), "distinct payments B applied");
       assertEquals(Map.of(), perPayment.entrySet().stream().filter(en -> en.getValue() != 1)
-          .collect(java.util.stream.Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue)), "payments B doubled");
+          .collect(Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue)), "payments B doubled");
       assertEquals(payments, applied);
       assertTrue(republished > 0, "the killed node's relays had published past their stored position");
       assertEquals(republished, droppedByKey, "every re-published copy dropped by B by its outbox id");

@@ -3,6 +3,7 @@ package io.fencepost.tools;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -81,7 +82,7 @@ class LedgerEndpointsIT {
         try {
           get(base + "alive");
           refused = false;
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
           refused = true;
         }
         assertTrue(refused, "the endpoints close with the node");
@@ -191,7 +192,7 @@ class LedgerEndpointsIT {
         if (ok.test(last)) {
           return last;
         }
-      } catch (java.io.IOException e) {
+      } catch (IOException e) {
         // not bound yet
       }
       Thread.sleep(250);

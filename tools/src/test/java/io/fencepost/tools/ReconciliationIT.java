@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -232,9 +234,9 @@ class ReconciliationIT {
       assertEquals(2, Main.run(new String[] {"verify", "--bootstrap", broker.bootstrapServers(), "--topic", topic,
           "--group", group, "--jdbc-url", db.jdbcUrl(), "--business-key", "value"}), "a bad flag exits 2");
       // A business key no record carries: one line saying so, not a verdict calling every record missing.
-      java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
-      java.io.PrintStream stderr = System.err;
-      System.setErr(new java.io.PrintStream(err, true, StandardCharsets.UTF_8));
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      PrintStream stderr = System.err;
+      System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
       int noKeys;
       try {
         noKeys = Main.run(new String[] {"verify", "--bootstrap", broker.bootstrapServers(), "--topic", topic,

@@ -16,7 +16,7 @@ import org.slf4j.Logger;
  * offset is durable run here; their events and outbox records then wait, in memory, for the next
  * batch's offset write to carry them, or for a write of their own once
  * {@code at-most-once-linger} has passed. A busy partition so makes one journal write per batch
- * instead of two (the second write used to hold back the next batch).
+ * instead of two (a second write of its own would hold back the next batch).
  *
  * <p>A crash before the write loses them, as at-most-once promises. A write carrying them that fails
  * without committing hands them back ({@link #recovered}), because the state they were computed on is

@@ -16,6 +16,7 @@ import org.apache.pekko.persistence.typed.javadsl.Effect;
 import org.apache.pekko.persistence.typed.javadsl.EffectBuilder;
 import org.apache.pekko.persistence.typed.javadsl.EffectFactories;
 import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
+import org.slf4j.Logger;
 
 /**
  * The at-most-once path, in two steps: a batch's offset is written first (with the effects of earlier
@@ -45,7 +46,7 @@ public final class AtMostOncePath<V, S, E> {
   public AtMostOncePath(EffectFactories<BatchEvent, PartitionState<S>> effect, PartitionId partition,
       PartitionActorSettings settings, String incarnation, UserHandlers<V, S, E> handlers, PendingWrite<S> pending,
       Standing standing, SelfMessages self, PartitionMetrics metrics, WindowClock clock,
-      Consumer<PartitionState<S>> afterWrite, org.slf4j.Logger log) {
+      Consumer<PartitionState<S>> afterWrite, Logger log) {
     this.effect = effect;
     this.partition = partition;
     this.settings = settings;

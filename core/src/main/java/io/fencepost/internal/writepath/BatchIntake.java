@@ -46,7 +46,7 @@ public final class BatchIntake<V> {
       throw gap;
     }
     if (!sel.toPark.isEmpty()) {
-      throw new RecordsParkedException(partition.entityId(), sel.toPark);
+      throw new RecordsParkedException(partition.qualifiedName(), sel.toPark);
     }
     // Logged after the checks that refuse a batch outright: a refused batch comes again with them.
     for (DeadLetterEntry d : sel.deadLetters) {

@@ -1,12 +1,16 @@
 package io.fencepost.internal.writepath;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.TreeMap;
 
 import io.fencepost.BatchOutcome;
 import io.fencepost.DeadLetter;
@@ -76,7 +80,7 @@ public final class BatchSelector<V> {
 
     /** The fresh records' key digests, exactly. */
     long[] freshDigests() {
-      return java.util.Arrays.copyOf(freshDigests, freshDigestCount);
+      return Arrays.copyOf(freshDigests, freshDigestCount);
     }
 
     /** The records whose handlers run, in offset order. */
@@ -115,7 +119,7 @@ public final class BatchSelector<V> {
     }
     Collection<?> ordered = records;
     if (!ascending) {
-      java.util.TreeMap<Long, Object> byOffset = new java.util.TreeMap<>();
+      TreeMap<Long, Object> byOffset = new TreeMap<>();
       for (Inbound<?> raw : records) {
         byOffset.put(raw.offset(), raw);
       }
@@ -130,8 +134,8 @@ public final class BatchSelector<V> {
     Set<Digest> batchKeys = new HashSet<>(Math.max(16, records.size() * 2));
     Set<Long> batchReplays = new HashSet<>();
     KeyWindow window = state.window();
-    java.util.Map<String, Long> parked = settings.perKeyOrdering() ? new java.util.HashMap<>(state.parkedKeys())
-        : java.util.Map.of();
+    Map<String, Long> parked = settings.perKeyOrdering() ? new HashMap<>(state.parkedKeys())
+        : Map.of();
     long expected = state.nextOffset();   // the next offset the batch must hold, unless vouched for
     for (Object item : ordered) {
       long offset = item instanceof DeadLetter d ? d.offset() : ((Inbound<?>) item).offset();
@@ -140,7 +144,7 @@ public final class BatchSelector<V> {
         continue;
       }
       if (expected == PartitionState.NO_OFFSET ? coveredFrom > offset : offset > expected && expected < coveredFrom) {
-        throw new OffsetGapException(partition.entityId(), state.nextOffset(),
+        throw new OffsetGapException(partition.qualifiedName(), state.nextOffset(),
             expected == PartitionState.NO_OFFSET ? 0 : expected, offset);
       }
       expected = offset + 1;
@@ -193,13 +197,13 @@ public final class BatchSelector<V> {
         key = window == null ? Optional.empty() : handlers.businessKey(record);
       } catch (RuntimeException e) {
         // Nothing of the batch is applied; the pipeline retries or dead-letters this record.
-        throw handlerFailure(partition.entityId(), record.offset(), e);
+        throw handlerFailure(partition.qualifiedName(), record.offset(), e);
       }
       if (key.isPresent()) {
         try {
           digest.digest(key.get(), digestOut);
         } catch (IllegalArgumentException e) {
-          throw handlerFailure(partition.entityId(), record.offset(), e);   // a key it cannot tell apart
+          throw handlerFailure(partition.qualifiedName(), record.offset(), e);   // a key it cannot tell apart
         }
         Digest d = new Digest(digestOut[0], digestOut[1]);
         if (window.contains(d.hi, d.lo) || !batchKeys.add(d)) {
@@ -232,8 +236,8 @@ public final class BatchSelector<V> {
       return;
     }
     if (!of.equals(partition)) {
-      throw new FatalException("[" + partition.entityId() + "] received a " + what + " of another partition ["
-          + of.entityId() + "] at offset [" + offset + "]; the pipeline routes wrongly");
+      throw new FatalException("[" + partition.qualifiedName() + "] received a " + what + " of another partition ["
+          + of.qualifiedName() + "] at offset [" + offset + "]; the pipeline routes wrongly");
     }
     lastCheckedPartition = of;
   }
@@ -244,8 +248,8 @@ public final class BatchSelector<V> {
   }
 
   /** A user hook threw for one record: retriable only when it said so with a retriable FencepostException. */
-  static HandlerFailedException handlerFailure(String entityId, long offset, RuntimeException e) {
+  static HandlerFailedException handlerFailure(String partition, long offset, RuntimeException e) {
     boolean retriable = e instanceof FencepostException fe && fe.isRetriable();
-    return new HandlerFailedException(entityId, offset, retriable, e.getClass().getName(), e.getMessage(), e);
+    return new HandlerFailedException(partition, offset, retriable, e.getClass().getName(), e.getMessage(), e);
   }
 }

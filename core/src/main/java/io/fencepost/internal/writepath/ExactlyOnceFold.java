@@ -130,7 +130,7 @@ public final class ExactlyOnceFold<V, S, E> {
         // onRecord, businessKey or applyEvent threw. The events of earlier records were folded into a
         // new state that is simply dropped (the state is immutable: applyEvent returns a new one), so
         // the actor goes on from its last write; the pipeline retries or dead-letters this record.
-        return new Folded<>(BatchSelector.handlerFailure(partition.entityId(), record.offset(), e), null, null, null,
+        return new Folded<>(BatchSelector.handlerFailure(partition.qualifiedName(), record.offset(), e), null, null, null,
             null);
       }
       outbox.addAll(effects.outbox());

@@ -1,5 +1,6 @@
 package io.fencepost.internal.writepath;
 
+import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -73,11 +74,11 @@ public final class ExternalCalls {
     Throwable cause = failure instanceof CompletionException && failure.getCause() != null
         ? failure.getCause() : failure;
     boolean retriable = cause instanceof FencepostException fe ? fe.isRetriable()
-        : cause instanceof java.io.IOException || cause instanceof TimeoutException;
+        : cause instanceof IOException || cause instanceof TimeoutException;
     String message = cause instanceof TimeoutException
         ? "external call took longer than " + CALL_TIMEOUT_KEY + " [" + settings.callTimeout() + "]"
         : "external call failed: " + cause.getMessage();
-    return new HandlerFailedException(partition.entityId(), record.offset(), retriable, cause.getClass().getName(),
+    return new HandlerFailedException(partition.qualifiedName(), record.offset(), retriable, cause.getClass().getName(),
         message, cause);
   }
 

@@ -1,5 +1,7 @@
 package io.fencepost.internal.writepath;
 
+import java.util.List;
+
 import io.fencepost.DeliveryMode;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
@@ -73,7 +75,7 @@ public final class RecoveryChecks<V, S, E> {
       return state;
     }
     if (image.refs().isEmpty()) {
-      state.pendingWindow(image).installWindow(bounded(settings, image.restore(java.util.List.of())));
+      state.pendingWindow(image).installWindow(bounded(settings, image.restore(List.of())));
       return state;
     }
     return state.pendingWindow(image);
@@ -141,7 +143,7 @@ public final class RecoveryChecks<V, S, E> {
     if (++gaps <= GAPS_BEFORE_HALT) {
       log.warn("[{}] {} (compacted while this incarnation recovered from an older snapshot); recovering "
           + "again from the newest snapshot ({} of {})", partition.shortName(), what, gaps, GAPS_BEFORE_HALT);
-      throw new IllegalStateException("[" + partition.entityId() + "] " + what);
+      throw new IllegalStateException("[" + partition.qualifiedName() + "] " + what);
     }
     standing.halt("journal-gap", what + ", in " + gaps + " recoveries in a row: entries are missing from the "
         + "journal (deleted outside Fencepost?), so the partition's state cannot be rebuilt; nothing more is applied "

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.concurrent.CompletionStage;
 
 import io.fencepost.Inbound;
+import io.fencepost.internal.WindowImage;
+import io.fencepost.internal.WindowSegment;
 
 /** The messages the write path has its partition actor send itself (the actor's own command types). */
 public interface SelfMessages {
@@ -22,6 +24,6 @@ public interface SelfMessages {
   void callDone(CompletionStage<String> result, String callId, long offset, String key);
 
   /** The key window segments {@code image} refers to are being read (since {@code startedNanos}). */
-  void windowRead(io.fencepost.internal.WindowImage image,
-      CompletionStage<List<io.fencepost.internal.WindowSegment>> read, long startedNanos);
+  void windowRead(WindowImage image,
+      CompletionStage<List<WindowSegment>> read, long startedNanos);
 }

@@ -48,7 +48,7 @@ public final class Standing {
 
   /** Halts the partition: one ERROR, a metric, and every batch refused with the returned exception. */
   public PartitionHaltedException halt(String cause, String reason, Throwable failure) {
-    halted = new PartitionHaltedException(partition.entityId(), reason, failure);
+    halted = new PartitionHaltedException(partition.qualifiedName(), reason, failure);
     metrics.halted(cause);
     log.error("[{}] {}", partition.shortName(), halted.getMessage(), failure);
     return halted;

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -14,9 +15,9 @@ import io.fencepost.internal.KeyWindow;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
 import io.fencepost.internal.SnapshotWriter;
-import io.fencepost.internal.WindowSegments;
 import io.fencepost.internal.WindowImage;
 import io.fencepost.internal.WindowSegment;
+import io.fencepost.internal.WindowSegments;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.pattern.Patterns;
 import org.apache.pekko.persistence.SelectedSnapshot;
@@ -149,7 +150,7 @@ public final class WindowReads {
         failure = e;
       }
     }
-    Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
         ? failure.getCause() : failure;
     int failures = failuresInARow.merge(partition.persistenceId(), 1, Integer::sum);
     String message = "[" + partition.shortName() + "] the key window of the snapshot recovered from cannot be read ("

@@ -70,7 +70,7 @@ public final class WriteVerdicts<S> {
         : "write";
     log.warn("[{}] [{}] fenced: the journal refused this incarnation's {} on its unique key: another "
         + "incarnation wrote the same sequence number first. Nothing of it was applied; the actor recovers the "
-        + "other's write and stops.", partition.shortName(), partition.entityId(), what);
+        + "other's write and stops.", partition.shortName(), partition.qualifiedName(), what);
   }
 
   /**
@@ -85,7 +85,7 @@ public final class WriteVerdicts<S> {
         ActorRef<BatchOutcome> replyTo = pending.replyTo();
         BatchEvent event = pending.event();
         pending.clear();
-        replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
+        replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.qualifiedName()
             + "] the journal refused the write of " + event.describeOffsets() + ", which carried the at-most-once "
             + "effects of an earlier batch (lost, logged); resend the batch")));
       }
@@ -109,7 +109,7 @@ public final class WriteVerdicts<S> {
         log.warn("[{}] the journal refused the write of {}: the event {} of offset [{}] "
             + "cannot be serialized: {}", partition.shortName(), event.describeOffsets(),
             e.getClass().getName(), offsets[i], refused.toString());
-        replyTo.tell(new BatchOutcome.Rejected(partition, new HandlerFailedException(partition.entityId(), offsets[i],
+        replyTo.tell(new BatchOutcome.Rejected(partition, new HandlerFailedException(partition.qualifiedName(), offsets[i],
             false, refused.getClass().getName(), "the journal cannot store its event " + e.getClass().getName()
             + " (bind a serializer for it in pekko.actor.serialization-bindings): " + refused.getMessage(), refused)));
         return;
@@ -137,7 +137,7 @@ public final class WriteVerdicts<S> {
       if (refusedByKey) {
         // A write without a waiting batch (at-most-once effects, a call outcome) lost to another
         // incarnation: this one stops; the next message starts a fresh incarnation on the winner's state.
-        standing.fence(new PartitionFencedException(partition.entityId(), state.nextOffset(), state.nextOffset()));
+        standing.fence(new PartitionFencedException(partition.qualifiedName(), state.nextOffset(), state.nextOffset()));
         atMostOnce.effects().abandoned("another incarnation wrote first");
         self.stop();
       }
@@ -162,7 +162,7 @@ public final class WriteVerdicts<S> {
       atMostOnce.runLater(late.records());
     }
     if (pending.awaited()) {
-      pending.replyTo().tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
+      pending.replyTo().tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.qualifiedName()
           + "] an earlier write of this partition committed late, up to offset " + (state.nextOffset() - 1)
           + "; resend the batch")));
     }
@@ -191,7 +191,7 @@ public final class WriteVerdicts<S> {
     }
     if (state.batches() > before) {
       PartitionFencedException fenced =
-          new PartitionFencedException(partition.entityId(), event.fromOffset(), state.nextOffset());
+          new PartitionFencedException(partition.qualifiedName(), event.fromOffset(), state.nextOffset());
       if (counted) {
         log.debug("[{}] {}", partition.shortName(), fenced.getMessage());
       } else {
@@ -212,7 +212,7 @@ public final class WriteVerdicts<S> {
     if (accepted != null) {
       atMostOnce.effects().acceptFailed(event, before, accepted);
     }
-    replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.entityId()
+    replyTo.tell(new BatchOutcome.Rejected(partition, new RetriableException("[" + partition.qualifiedName()
         + "] journal write of offsets [" + event.fromOffset() + ".." + (event.nextOffset() - 1)
         + "] failed and was not in the journal when the actor recovered; resend the batch (the actor is ready; if "
         + "the failed write still commits late, the resend is fenced by it and its records dropped as redeliveries)")));

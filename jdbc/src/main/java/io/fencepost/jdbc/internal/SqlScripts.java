@@ -10,6 +10,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /** Runs SQL scripts shipped as classpath resources, one statement at a time with auto-commit. */
 public final class SqlScripts {
@@ -38,7 +39,7 @@ public final class SqlScripts {
   /** Whether a table of this name exists (any case). */
   public static boolean tableExists(Connection connection, String table) throws SQLException {
     DatabaseMetaData md = connection.getMetaData();
-    for (String name : new String[] {table, table.toUpperCase(java.util.Locale.ROOT)}) {
+    for (String name : new String[] {table, table.toUpperCase(Locale.ROOT)}) {
       try (ResultSet rs = md.getTables(null, null, name, new String[] {"TABLE"})) {
         if (rs.next()) {
           return true;

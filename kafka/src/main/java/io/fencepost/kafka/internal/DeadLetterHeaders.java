@@ -1,6 +1,7 @@
 package io.fencepost.kafka.internal;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Set;
 
 import io.fencepost.PartitionId;
 import org.apache.kafka.common.header.Headers;
@@ -27,7 +28,7 @@ public final class DeadLetterHeaders {
   public static final String VALUE_OMITTED = "fencepost.value-omitted-bytes";
 
   /** Every header this class adds: a replay drops them and keeps the record's own (business keys too). */
-  public static final java.util.Set<String> ALL = java.util.Set.of(TOPIC, PARTITION, OFFSET, TIMESTAMP, ERROR_CLASS,
+  public static final Set<String> ALL = Set.of(TOPIC, PARTITION, OFFSET, TIMESTAMP, ERROR_CLASS,
       ERROR_MESSAGE, ATTEMPTS, ID, PARKED, VALUE_OMITTED);
 
   private DeadLetterHeaders() {

@@ -8,20 +8,21 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.fencepost.internal.UniqueKeyViolation;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.persistence.typed.JournalPersistFailed;
+import org.apache.pekko.persistence.typed.JournalPersistRejected;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.RecoveryCompleted;
 import org.apache.pekko.persistence.typed.RecoveryFailed;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
-import org.apache.pekko.persistence.typed.JournalPersistFailed;
-import org.apache.pekko.persistence.typed.JournalPersistRejected;
 import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 
 /**
@@ -39,7 +40,7 @@ import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 public final class FenceCheck extends EventSourcedBehavior<FenceCheck.Command, byte[], Long> {
 
   /** A stop may reach a probe that already stopped (after its refused write): not a dead letter to log. */
-  enum Command implements org.apache.pekko.actor.DeadLetterSuppression {
+  enum Command implements DeadLetterSuppression {
     /** Write one probe event. */
     WRITE,
     STOP

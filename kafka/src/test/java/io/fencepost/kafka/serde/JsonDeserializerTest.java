@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.Map;
 import java.util.Optional;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -71,7 +72,7 @@ class JsonDeserializerTest {
   @Test
   void aConfiguredDeserializerSaysWhetherTheKeyOrTheValueWasRefused() {
     JsonDeserializer<Order> keys = JsonDeserializer.of(Order.class);
-    keys.configure(java.util.Map.of(), true);
+    keys.configure(Map.of(), true);
     assertEquals("not valid JSON for Order (the record's key) on topic [orders] at /quantity: Cannot deserialize value "
         + "of type `long` from String \"three\": not a valid `long` value (line 1, column 40)",
         assertThrows(SerializationException.class, () -> keys.deserialize("orders",
@@ -80,7 +81,7 @@ class JsonDeserializerTest {
     assertEquals("no JSON for Order (the record's key) on topic [orders]: the record has no key",
         assertThrows(SerializationException.class, () -> keys.deserialize("orders", null)).getMessage());
     JsonDeserializer<Order> values = JsonDeserializer.of(Order.class);
-    values.configure(java.util.Map.of(), false);
+    values.configure(Map.of(), false);
     assertEquals("no JSON for Order on topic [orders]: the value is empty",
         assertThrows(SerializationException.class, () -> values.deserialize("orders", new byte[0])).getMessage());
   }
@@ -91,6 +92,6 @@ class JsonDeserializerTest {
         .disable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES));
     assertEquals(0, lenient.deserialize("orders", json("{\"orderId\":\"o-1\",\"sku\":\"A7\",\"at\":\"2026-12-03T10:00:00Z\"}"))
         .quantity(), "a missing primitive is 0 when the application's mapper allows it");
-    assertArrayEquals(json("{\"k\":1}"), JsonSerializer.create().serialize("t", java.util.Map.of("k", 1)));
+    assertArrayEquals(json("{\"k\":1}"), JsonSerializer.create().serialize("t", Map.of("k", 1)));
   }
 }

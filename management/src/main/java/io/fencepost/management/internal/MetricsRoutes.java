@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
@@ -25,7 +26,7 @@ import org.apache.pekko.management.javadsl.ManagementRouteProviderSettings;
  */
 public final class MetricsRoutes implements ManagementRouteProvider {
 
-  private final org.apache.pekko.actor.typed.ActorSystem<?> system;
+  private final ActorSystem<?> system;
   private final String path;
 
   public MetricsRoutes(ExtendedActorSystem system) {

@@ -1,4 +1,4 @@
-package io.fencepost.serialization;
+package io.fencepost.internal;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -19,8 +19,8 @@ import io.fencepost.errors.FatalException;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.OffsetGapException;
-import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.PartitionFencedException;
+import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.RetriableException;
 import io.fencepost.internal.BinarySerializer;
 import org.apache.pekko.actor.ExtendedActorSystem;
@@ -180,7 +180,7 @@ public final class ProtocolSerializer extends BinarySerializer {
           boolean parked = in.readBoolean();
           long replayOf = in.readLong();
           dead.add(new DeadLetter(p, offset, hasKey ? Optional.of(key) : Optional.empty(), errorClass, message,
-              attempts, parked, replayOf >= 0 ? java.util.OptionalLong.of(replayOf) : java.util.OptionalLong.empty()));
+              attempts, parked, replayOf >= 0 ? OptionalLong.of(replayOf) : OptionalLong.empty()));
         }
         return new PartitionCommand.ApplyBatch(records, dead, coveredFrom, replyTo);
       }

@@ -1,4 +1,4 @@
-package io.fencepost.serialization;
+package io.fencepost.internal;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
