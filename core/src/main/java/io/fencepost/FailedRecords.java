@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.LongFunction;
+import java.util.function.LongPredicate;
 
 import io.fencepost.annotation.InternalApi;
 import io.fencepost.errors.HandlerFailedException;
@@ -50,12 +51,15 @@ public final class FailedRecords {
         replayOf));
   }
 
-  /** The dead letters of the parked offsets not among {@code already}, each with the message it carries. */
-  public List<DeadLetter> parked(RecordsParkedException p, Collection<DeadLetter> already,
+  /**
+   * The dead letters of the parked offsets that are in the batch ({@code inBatch}) and not among
+   * {@code already}, each with the message it carries.
+   */
+  public List<DeadLetter> parked(RecordsParkedException p, Collection<DeadLetter> already, LongPredicate inBatch,
       LongFunction<Optional<String>> keyOf, LongFunction<OptionalLong> replayOf) {
     List<DeadLetter> out = new ArrayList<>();
     for (long offset : p.offsets()) {
-      if (already.stream().anyMatch(d -> d.offset() == offset)) {
+      if (!inBatch.test(offset) || already.stream().anyMatch(d -> d.offset() == offset)) {
         continue;
       }
       Optional<String> key = keyOf.apply(offset);

@@ -144,6 +144,7 @@ class KafkaPipelineIT {
     for (int i = 0; i < count; i++) {
       pending.add(i);
     }
+    long[] startEnds = logEnds(broker, topic, partitions);
     long start = System.nanoTime();
     boolean resent = false;
     for (int round = 0; !pending.isEmpty(); round++) {
@@ -190,26 +191,35 @@ class KafkaPipelineIT {
       out[i] = perPartition.get(i);
     }
     if (resent) {
-      // A refused send must not have been written after all: the log must hold exactly what was acknowledged.
-      try (Admin admin = broker.admin()) {
-        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-        for (int i = 0; i < partitions; i++) {
-          latest.put(new TopicPartition(topic, i), OffsetSpec.latest());
+      // A refused send must not have been written after all: the log grew by exactly what was acknowledged.
+      long[] ends = logEnds(broker, topic, partitions);
+      for (int i = 0; i < partitions; i++) {
+        if (ends[i] - startEnds[i] != out[i]) {
+          throw new IllegalStateException("partition " + i + " of " + topic + " grew by " + (ends[i] - startEnds[i])
+              + " records, " + out[i] + " were acknowledged: a refused send was written after all");
         }
-        Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(latest).all()
-            .get(30, TimeUnit.SECONDS);
-        for (int i = 0; i < partitions; i++) {
-          long end = ends.get(new TopicPartition(topic, i)).offset();
-          if (end != out[i]) {
-            throw new IllegalStateException("partition " + i + " of " + topic + " holds " + end + " records, "
-                + out[i] + " were acknowledged: a refused send was written after all");
-          }
-        }
-      } catch (Exception e) {
-        throw new IllegalStateException("cannot check the log ends of " + topic + ": " + e, e);
       }
     }
     return out;
+  }
+
+  /** The log end of each partition of {@code topic}. */
+  private static long[] logEnds(KafkaBroker broker, String topic, int partitions) {
+    Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+    for (int i = 0; i < partitions; i++) {
+      latest.put(new TopicPartition(topic, i), OffsetSpec.latest());
+    }
+    try (Admin admin = broker.admin()) {
+      Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(latest).all()
+          .get(30, TimeUnit.SECONDS);
+      long[] out = new long[partitions];
+      for (int i = 0; i < partitions; i++) {
+        out[i] = ends.get(new TopicPartition(topic, i)).offset();
+      }
+      return out;
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot read the log ends of " + topic + ": " + e, e);
+    }
   }
 
   static PipelineSettings settings(ActorSystem<?> system, String name, String topic) {

@@ -135,7 +135,7 @@ class MixedVersionsIT {
           package evolving;
 
           public record Reserved(String orderId, String sku, int qty, int reservedBefore)
-              implements JacksonSerializable {
+              implements io.fencepost.JacksonSerializable {
           }
           """,
       "Reservations", HANDLER.formatted("new Reserved(f[0], f[1], Integer.parseInt(f[2]), stock.of(f[1]))", "qty"),
@@ -151,7 +151,7 @@ class MixedVersionsIT {
           package evolving;
 
           public record Reserved(String orderId, String sku, int quantity, int reservedBefore, String warehouse)
-              implements JacksonSerializable {
+              implements io.fencepost.JacksonSerializable {
           }
           """,
       "Reservations", HANDLER.formatted(

@@ -267,7 +267,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
 
   /** Per-key ordering: dead-letters records whose key is parked (marked parked), then resends the rest. */
   private CompletionStage<OptionalLong> onParked(BatchWork work, RecordsParkedException parked, int attempt) {
-    List<DeadLetter> letters = work.failures.parked(parked, work.deadLetters,
+    List<DeadLetter> letters = work.failures.parked(parked, work.deadLetters, work.raw::containsKey,
         offset -> BatchWork.key(work.raw.get(offset)), offset -> BatchWork.replayOf(work.id, work.raw.get(offset)));
     log.info("[{}] parking {} record(s) behind failed records of their keys: offsets {}", work.id.shortName(),
         letters.size(), parked.offsets());

@@ -29,6 +29,7 @@ import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.RecordsParkedException;
+import io.fencepost.errors.RetriableException;
 import io.fencepost.FailedRecords;
 import io.fencepost.kafka.PipelineSettings;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -73,10 +74,14 @@ import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
 
   private static final Duration TIMEOUT = Duration.ofSeconds(10);
+  /** With a journal failure injected: how long a batch waits for its answer before it is sent again. */
+  private static final Duration RESEND_AFTER = Duration.ofSeconds(2);
   private static final AtomicInteger SYSTEMS = new AtomicInteger();
 
   private final ActorTestKit kit;
   private final PersistenceTestKit journal;
+  /** Journal write failures injected and not yet seen as an unanswered send. */
+  private int failingWrites;
   private final PartitionId partition;
   private final PartitionActorSettings settings;
   private final Function<PartitionContext, ? extends PartitionActor<V, S, E>> factory;
@@ -201,7 +206,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
 
   /** Sends each value as a new record, all in one batch (one journal write). */
   @SafeVarargs
-  public final Result send(V... values) {
+  public final Result<S, E> send(V... values) {
     List<Inbound<V>> batch = new ArrayList<>();
     for (V v : values) {
       batch.add(record(v));
@@ -214,7 +219,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
    * value the deserializer refuses (it throws, e.g. a {@code SerializationException}) is
    * dead-lettered at its offset with that exception's class and message; the others are applied.
    */
-  public Result sendBytes(Deserializer<V> deserializer, byte[]... values) {
+  public Result<S, E> sendBytes(Deserializer<V> deserializer, byte[]... values) {
     List<Inbound<V>> batch = new ArrayList<>();
     List<DeadLetter> unreadable = new ArrayList<>();
     for (byte[] value : values) {
@@ -238,11 +243,12 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
    *
    * @throws AssertionError if the actor rejects the batch for another reason (e.g. it halted)
    */
-  public Result apply(List<Inbound<V>> records) {
+  public Result<S, E> apply(List<Inbound<V>> records) {
     return apply(records, List.of());
   }
 
-  private Result apply(List<Inbound<V>> records, List<DeadLetter> unreadable) {
+  @SuppressWarnings("unchecked")
+  private Result<S, E> apply(List<Inbound<V>> records, List<DeadLetter> unreadable) {
     List<Inbound<?>> batch = new ArrayList<>(records);
     for (Inbound<V> r : records) {
       if (!r.partition().equals(partition)) {
@@ -252,14 +258,35 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
       nextOffset = Math.max(nextOffset, r.offset() + 1);
     }
     List<DeadLetter> deadLetters = new ArrayList<>(unreadable);
+    int journalBefore = journal().size();
     FailedRecords failures = new FailedRecords(partition, maxHandlerAttempts);   // the pipeline's own policy
+    int resends = 0;
     while (true) {
       TestProbe<BatchOutcome> probe = kit.createTestProbe();
       actor.tell(new PartitionCommand.ApplyBatch(batch, deadLetters, probe.ref()));
-      BatchOutcome outcome = probe.expectMessageClass(BatchOutcome.class, TIMEOUT);
+      BatchOutcome outcome;
+      if (failingWrites > 0) {
+        // A failed write is never answered: the actor recovers with its failure backoff, and the
+        // pipeline resends the batch after its ask-timeout. The kit does the same, sooner.
+        try {
+          outcome = probe.expectMessageClass(BatchOutcome.class, RESEND_AFTER);
+        } catch (AssertionError noReply) {
+          failingWrites--;
+          if (++resends > 20) {
+            throw new AssertionError("the batch at offsets " + offsets(records) + " was not answered after "
+                + resends + " sends", noReply);
+          }
+          continue;
+        }
+      } else {
+        outcome = probe.expectMessageClass(BatchOutcome.class, TIMEOUT);
+      }
       if (outcome instanceof BatchOutcome.Applied a) {
-        return new Result(a.applied(), a.droppedRedelivery(), a.droppedByKey(), List.copyOf(deadLetters),
-            a.nextOffset());
+        List<AppliedBatch> written = journal();
+        List<E> events = written.subList(journalBefore, written.size()).stream()
+            .flatMap(b -> b.events().stream()).map(e -> (E) e).toList();
+        return new Result<>(a.applied(), a.droppedRedelivery(), a.droppedByKey(), List.copyOf(deadLetters),
+            a.nextOffset(), events, state(), resends);
       }
       BatchOutcome.Rejected rejected = (BatchOutcome.Rejected) outcome;
       if (rejected.error() instanceof HandlerFailedException h) {
@@ -269,8 +296,12 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
           batch.removeIf(r -> r.offset() == h.offset());
         }
       } else if (rejected.error() instanceof RecordsParkedException p) {
-        deadLetters.addAll(failures.parked(p, deadLetters, this::keyOf, this::replayOf));
+        deadLetters.addAll(failures.parked(p, deadLetters, sent::containsKey, this::keyOf, this::replayOf));
         batch.removeIf(r -> p.offsets().contains(r.offset()));
+      } else if (rejected.error() instanceof RetriableException && failingWrites > 0 && resends < 20) {
+        // A failed write, answered once the actor recovered: sent again, as the pipeline does.
+        failingWrites--;
+        resends++;
       } else {
         throw new AssertionError("the actor rejected the batch at offsets " + offsets(records) + ": "
             + rejected.error().getMessage(), rejected.error());
@@ -294,12 +325,23 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
   }
 
   /** Sends every record sent before from {@code fromOffset} on again, as the broker does after a crash. */
-  public Result redeliver(long fromOffset) {
+  public Result<S, E> redeliver(long fromOffset) {
     List<Inbound<V>> again = new ArrayList<>(sent.tailMap(fromOffset, true).values());
     if (again.isEmpty()) {
       throw new IllegalArgumentException("no record was sent at or after offset " + fromOffset);
     }
     return apply(again);
+  }
+
+  /**
+   * The next {@code writes} journal writes of the partition fail, as a database that is away makes
+   * them fail (Pekko's {@code PersistenceTestKit.failNextNPersisted}): the actor logs each, recovers
+   * with its failure backoff, and the batch is sent again, as the pipeline does; its
+   * {@link Result#resends()} says how often. Nothing is applied twice or lost.
+   */
+  public void failNextWrites(int writes) {
+    journal.failNextNPersisted(partition.persistenceId(), writes);
+    failingWrites += writes;
   }
 
   /**
@@ -372,8 +414,12 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
    * @param droppedByKey records whose business key was applied before, dropped
    * @param deadLettered records dead-lettered (handler failed for good, or parked), in the order given up on
    * @param nextOffset the partition's stored next offset after the batch
+   * @param events the events this batch journaled, in order (none when it wrote nothing)
+   * @param state the actor's state after the batch
+   * @param resends how many times the batch was sent again because a journal write failed
+   *     ({@link #failNextWrites})
    */
-  public record Result(int applied, int droppedRedelivery, int droppedByKey, List<DeadLetter> deadLettered,
-      long nextOffset) {
+  public record Result<S, E>(int applied, int droppedRedelivery, int droppedByKey, List<DeadLetter> deadLettered,
+      long nextOffset, List<E> events, S state, int resends) {
   }
 }

@@ -77,16 +77,19 @@ class PartitionActorTestKitTest {
   @Test
   void redeliveriesAfterACrashAreDroppedAndTheStateIsRecovered() {
     try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new)) {
-      PartitionActorTestKit.Result first = kit.send("a", "b", "c");
+      PartitionActorTestKit.Result<List<String>, String> first = kit.send("a", "b", "c");
       assertEquals(3, first.applied());
       assertEquals(3, first.nextOffset());
+      assertEquals(List.of("a", "b", "c"), first.events(), "the events this batch journaled");
+      assertEquals(List.of("a", "b", "c"), first.state(), "the state after it");
       String before = kit.status().incarnation();
       kit.crash();
       assertNotEquals(before, kit.status().incarnation(), "a new incarnation recovered");
       assertEquals(List.of("a", "b", "c"), kit.state(), "recovered from the journal");
-      PartitionActorTestKit.Result again = kit.redeliver(1);
+      PartitionActorTestKit.Result<List<String>, String> again = kit.redeliver(1);
       assertEquals(0, again.applied());
       assertEquals(2, again.droppedRedelivery());
+      assertEquals(List.of(), again.events(), "a batch of redeliveries journals nothing");
       assertEquals(List.of("a", "b", "c"), kit.events(), "each record's effect once");
       assertEquals(3, kit.status().nextOffset().getAsLong());
     }
@@ -99,7 +102,7 @@ class PartitionActorTestKitTest {
       kit.apply(List.of(kit.record("pay", Map.of("idempotency-key", "p-1"))));
       kit.send("x");
       kit.crash();
-      PartitionActorTestKit.Result resend = kit.apply(List.of(kit.record("pay", Map.of("idempotency-key", "p-1"))));
+      PartitionActorTestKit.Result<List<String>, String> resend = kit.apply(List.of(kit.record("pay", Map.of("idempotency-key", "p-1"))));
       assertEquals(0, resend.applied());
       assertEquals(1, resend.droppedByKey());
       assertEquals(3, resend.nextOffset(), "the re-send's offset is passed");
@@ -110,7 +113,7 @@ class PartitionActorTestKitTest {
   @Test
   void aFailedHandlerIsDeadLetteredInTheBatchsWriteAndRetriableFailuresAreRetried() {
     try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new)) {
-      PartitionActorTestKit.Result r = kit.send("a", "boom", "flaky", "b");
+      PartitionActorTestKit.Result<List<String>, String> r = kit.send("a", "boom", "flaky", "b");
       assertEquals(3, r.applied());
       assertEquals(1, r.deadLettered().size());
       assertEquals(1, r.deadLettered().get(0).offset());
@@ -127,7 +130,7 @@ class PartitionActorTestKitTest {
   void retriableFailuresPastTheLimitAreDeadLettered() {
     try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new,
         s -> s, new PartitionId("g", "t", 3), 2)) {
-      PartitionActorTestKit.Result r = kit.send("flaky");
+      PartitionActorTestKit.Result<List<String>, String> r = kit.send("flaky");
       assertEquals(0, r.applied());
       assertEquals(2, r.deadLettered().get(0).attempts());
       assertEquals(RetriableException.class.getName(), r.deadLettered().get(0).errorClass());
@@ -165,7 +168,7 @@ class PartitionActorTestKitTest {
         PartitionActorTestKit.create(Words::new, s -> s.withPerKeyOrdering(true))) {
       List<Inbound<String>> batch = List.of(kit.record("K", "boom", Map.of()), kit.record("L", "a", Map.of()),
           kit.record("K", "b", Map.of()));
-      PartitionActorTestKit.Result r = kit.apply(batch);
+      PartitionActorTestKit.Result<List<String>, String> r = kit.apply(batch);
       assertEquals(1, r.applied());
       assertEquals(List.of(0L, 2L), r.deadLettered().stream().map(d -> d.offset()).toList());
       assertEquals(List.of(false, true), r.deadLettered().stream().map(d -> d.parked()).toList());
@@ -182,7 +185,7 @@ class PartitionActorTestKitTest {
     try (PartitionActorTestKit<String, List<String>, String> kit =
         PartitionActorTestKit.forPipeline(Words::new, "kit-test")) {
       assertEquals(new PartitionId("kit-group", "kit-topic", 0), kit.partition());
-      PartitionActorTestKit.Result r = kit.send("flaky", "a");
+      PartitionActorTestKit.Result<List<String>, String> r = kit.send("flaky", "a");
       assertEquals(2, r.deadLettered().get(0).attempts(), "the pipeline's handler-retry.max-attempts");
       kit.crash();
       assertEquals(List.of("a"), kit.state(), "journaled in memory, recovered from it");
@@ -192,7 +195,7 @@ class PartitionActorTestKitTest {
   @Test
   void rawBytesGoThroughTheDeserializerAndWhatItRefusesIsDeadLettered() {
     try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new)) {
-      PartitionActorTestKit.Result result = kit.sendBytes(JsonDeserializer.of(String.class),
+      PartitionActorTestKit.Result<List<String>, String> result = kit.sendBytes(JsonDeserializer.of(String.class),
           "\"a\"".getBytes(StandardCharsets.UTF_8),
           "{not json".getBytes(StandardCharsets.UTF_8),
           "\"b\"".getBytes(StandardCharsets.UTF_8));
@@ -206,6 +209,20 @@ class PartitionActorTestKitTest {
       assertEquals(List.of("a", "b"), kit.state());
       assertEquals(List.of(1L), kit.deadLetters().stream().map(d -> d.offset()).toList(), "journaled as a dead letter");
       assertEquals(3, result.nextOffset());
+    }
+  }
+
+  @Test
+  void failedJournalWritesAreResentAndApplyTheBatchOnce() {
+    try (PartitionActorTestKit<String, List<String>, String> kit = PartitionActorTestKit.create(Words::new)) {
+      kit.send("a");
+      kit.failNextWrites(2);
+      PartitionActorTestKit.Result<List<String>, String> r = kit.send("b", "c");
+      assertEquals(2, r.resends(), "sent again after each failed write");
+      assertEquals(2, r.applied());
+      assertEquals(List.of("b", "c"), r.events());
+      assertEquals(List.of("a", "b", "c"), kit.events(), "each record's effect once");
+      assertEquals(3, r.nextOffset());
     }
   }
 }

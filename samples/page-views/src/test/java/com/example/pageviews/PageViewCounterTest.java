@@ -17,7 +17,8 @@ class PageViewCounterTest {
       kit.apply(List.of(kit.record("/home", Map.of("view-id", "v2"))));
       kit.crash();
       kit.redeliver(0);
-      PartitionActorTestKit.Result resent = kit.apply(List.of(kit.record("/home", Map.of("view-id", "v1"))));
+      PartitionActorTestKit.Result<PageViews, Viewed> resent =
+          kit.apply(List.of(kit.record("/home", Map.of("view-id", "v1"))));
 
       assertEquals(1, resent.droppedByKey());
       assertEquals(2, kit.state().of("/home"));
