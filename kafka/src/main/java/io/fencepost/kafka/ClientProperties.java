@@ -2,18 +2,24 @@ package io.fencepost.kafka;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.kafka.ConsumerSettings;
+import org.apache.pekko.kafka.ProducerSettings;
 
 /**
- * A pipeline's Kafka client properties, built once when it starts: the consumer's, and from them
- * those of the admin client and the log probe, which connect as the consumer does.
+ * A pipeline's Kafka client properties, built once when it starts: the consumer's (over Pekko's
+ * {@code ConsumerSettings}), and from them those of the admin client and the log probe, which connect
+ * as the consumer does; and its producers' (over Pekko's {@code ProducerSettings}).
  */
 final class ClientProperties {
 
@@ -84,6 +90,24 @@ final class ClientProperties {
     });
     props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
     return props;
+  }
+
+  /**
+   * A framework producer's properties (dead letters, outbox relays), from the most general to the
+   * most specific: Pekko's {@code pekko.kafka.producer.kafka-clients} (the producers' configuration
+   * Pekko users know), the pipeline's {@code common-kafka-clients}, then {@code specific} (the
+   * producer's own block, named {@code key} in errors); validated so that none of them switches off
+   * idempotence or weakens acknowledgements.
+   */
+  static Properties producer(ActorSystem<?> system, PipelineSettings settings, Map<String, String> specific,
+      String key) {
+    Map<String, String> pekko = new TreeMap<>();
+    ProducerSettings.create(system, new ByteArraySerializer(), new ByteArraySerializer()).getProperties()
+        .forEach((k, v) -> pekko.put(k, String.valueOf(v)));
+    ProducerSafety.check(pekko, "pekko.kafka.producer.kafka-clients");
+    Map<String, String> merged = new TreeMap<>(pekko);
+    merged.putAll(settings.producerClients(specific));
+    return ProducerSafety.safeProperties(settings.bootstrapServers(), merged, key);
   }
 
   /** Whether a client property is part of how a client connects securely ({@code security.*}, {@code sasl.*}, {@code ssl.*}). */

@@ -15,7 +15,6 @@ import io.fencepost.DeadLetter;
 import io.fencepost.PartitionId;
 import io.fencepost.kafka.internal.DeadLetterHeaders;
 import io.fencepost.kafka.internal.PipelineMetrics;
-import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -93,8 +92,7 @@ final class DeadLetterPublisher {
     }
     if (producer == null) {
       String key = "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients";
-      Properties p = ProducerSafety.safeProperties(settings.bootstrapServers(),
-          settings.producerClients(settings.deadLetter().producer()), key);
+      Properties p = ClientProperties.producer(system, settings, settings.deadLetter().producer(), key);
       if (!p.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)) {
         int size = Math.max(KAFKA_DEFAULT_MAX_REQUEST_SIZE, deadLetterTopicMaxMessageBytes(largestSourceRecord));
         p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(size));

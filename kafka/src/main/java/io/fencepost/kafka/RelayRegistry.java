@@ -9,7 +9,6 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import io.fencepost.BatchOutcome;
 import io.fencepost.PartitionId;
-import io.fencepost.kafka.internal.ProducerSafety;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
@@ -37,8 +36,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
     this.system = system;
     this.settings = settings;
     if (settings.outbox().enabled()) {
-      Properties properties = ProducerSafety.safeProperties(settings.bootstrapServers(),
-          settings.producerClients(settings.outbox().producer()),
+      Properties properties = ClientProperties.producer(system, settings, settings.outbox().producer(),
           "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients");
       this.producer = new RelayProducer(settings.name(), properties,
           () -> clients.producer(properties));
