@@ -33,9 +33,9 @@ final class Assignment {
 
   final TopicPartition tp;
   final PartitionId id;
-  final PartitionProgress progress = new PartitionProgress();
+  final PartitionProgress progress;
   /** Records offered and not yet through their batch. */
-  final AtomicInteger buffered = progress.buffered;
+  final AtomicInteger buffered;
   /** Set (by the consumer thread) while the partition is paused because its stream is full. */
   volatile boolean backpressured;
   /** Set when the assignment ends: cancels its preparation; its stream takes no more records. */
@@ -43,9 +43,11 @@ final class Assignment {
   private BoundedSourceQueue<ConsumerRecord<byte[], byte[]>> queue;
   private CompletionStage<Done> done = CompletableFuture.completedFuture(Done.getInstance());
 
-  Assignment(TopicPartition tp, PartitionId id) {
+  Assignment(TopicPartition tp, PartitionId id, long nowNanos) {
     this.tp = tp;
     this.id = id;
+    this.progress = new PartitionProgress(nowNanos);
+    this.buffered = progress.buffered;
   }
 
   boolean streaming() {

@@ -58,7 +58,7 @@ final class Assignments {
     this.seams = seams;
     this.flow = flow;
     this.post = post;
-    this.commits = new OffsetCommits(settings);
+    this.commits = new OffsetCommits(settings, seams.ticker());
     this.metrics = new PipelineMetrics(system);
   }
 
@@ -135,11 +135,11 @@ final class Assignments {
    */
   private void prepare(Collection<TopicPartition> tps) {
     for (TopicPartition tp : tps) {
-      Assignment o = new Assignment(tp, partitionId(tp));
+      Assignment o = new Assignment(tp, partitionId(tp), seams.ticker().nanoTime());
       owned.put(tp, o);
       assigned.put(o.id, o.progress);
       metrics.partition(o.id, () -> measure(o.id, PartitionProgress::lag),
-          () -> measure(o.id, p -> p.stalled(settings.stallTimeout(), System.nanoTime()) ? 1 : 0),
+          () -> measure(o.id, p -> p.stalled(settings.stallTimeout(), seams.ticker().nanoTime()) ? 1 : 0),
           settings.outbox().enabled());
       seams.actors().admit(o.id);
       CompletionStage<Done> previous = lastStream.getOrDefault(o.tp, CompletableFuture.completedFuture(Done.getInstance()));
@@ -188,7 +188,7 @@ final class Assignments {
     o.progress.highestDelivered = target - 1;
     startStream(o);
     o.progress.flowing = true;
-    o.progress.lastProgressNanos = System.nanoTime();
+    o.progress.lastProgressNanos = seams.ticker().nanoTime();
     consumer.resume(List.of(o.tp));
     seams.relays().start(o.id);
     log.info("[{}] seeking to stored offsets {}", settings.name(), Map.of(o.tp, target));

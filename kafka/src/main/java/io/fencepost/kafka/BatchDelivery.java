@@ -64,13 +64,15 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
   private final Backoff handlerRetry;
   private final StreamControl control;
   private final NodeTotals totals;
+  private final Ticker ticker;
   /** Sends of one batch left unanswered within ask-timeout before the partition is started afresh. */
   private static final int UNANSWERED_BEFORE_RESTART = 3;
 
   BatchDelivery(ActorSystem<?> system, PipelineSettings settings, PartitionHost host,
       RecordDecoder<V> decoder, DeadLetterPublisher deadLetters, RelayRegistry relays, LogProbe logProbe,
-      Executor blocking, StreamControl control, NodeTotals totals) {
+      Executor blocking, StreamControl control, NodeTotals totals, Ticker ticker) {
     this.system = system;
+    this.ticker = ticker;
     this.totals = totals;
     this.settings = settings;
     this.host = host;
@@ -114,7 +116,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
         .thenCompose(v -> applyUntilDone(work, 0))
         .whenComplete((o, e) -> {
           progress.inFlight = false;
-          progress.lastProgressNanos = System.nanoTime();
+          progress.lastProgressNanos = ticker.nanoTime();
           if (o != null && o.isPresent()) {
             progress.knownNextOffset = o.getAsLong();
           }

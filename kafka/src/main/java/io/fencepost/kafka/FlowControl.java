@@ -18,6 +18,7 @@ final class FlowControl {
   private static final Logger log = LoggerFactory.getLogger(FlowControl.class);
 
   private final String pipeline;
+  private final Ticker ticker;
   private final int highWater;
   private final int lowWater;
   private final int queueCapacity;
@@ -26,8 +27,9 @@ final class FlowControl {
    * @param maxBatch {@code batch.max-records}
    * @param maxPoll the consumer's {@code max.poll.records}
    */
-  FlowControl(String pipeline, int maxBatch, int maxPoll) {
+  FlowControl(String pipeline, int maxBatch, int maxPoll, Ticker ticker) {
     this.pipeline = pipeline;
+    this.ticker = ticker;
     this.highWater = Math.max(2 * maxBatch, maxPoll);
     this.lowWater = Math.max(1, highWater / 2);
     this.queueCapacity = highWater + maxPoll;
@@ -51,7 +53,7 @@ final class FlowControl {
       return;
     }
     if (o.buffered.get() == 0 && !o.progress.inFlight) {
-      o.progress.busySinceNanos = System.nanoTime();   // an idle partition has work again
+      o.progress.busySinceNanos = ticker.nanoTime();   // an idle partition has work again
     }
     for (ConsumerRecord<byte[], byte[]> r : records) {
       if (!o.offer(r)) {

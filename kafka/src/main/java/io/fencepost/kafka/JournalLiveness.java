@@ -33,12 +33,14 @@ final class JournalLiveness {
   private final AtomicBoolean probing = new AtomicBoolean();
   /** The plugins found missing at the last probe, and since when (read together). */
   private volatile Missing missing;
+  private final Ticker ticker;
 
   private record Missing(List<String> plugins, long sinceNanos) {
   }
 
-  JournalLiveness(ActorSystem<?> system, PipelineSettings settings) {
+  JournalLiveness(ActorSystem<?> system, PipelineSettings settings, Ticker ticker) {
     this.system = system;
+    this.ticker = ticker;
     this.pipeline = settings.name();
     plugins.add(JournalWarmup.journalPlugin(system, settings));
     String snapshots = JournalWarmup.snapshotPlugin(system, settings);
@@ -88,7 +90,7 @@ final class JournalLiveness {
       }
       missing = null;
     } else if (before == null || !before.plugins().equals(gone)) {
-      missing = new Missing(List.copyOf(gone), System.nanoTime());
+      missing = new Missing(List.copyOf(gone), ticker.nanoTime());
       log.error("[{}] the persistence plugin(s) {} no longer run in this JVM: every recovery and write of its "
           + "partitions fails until the process restarts (Pekko never starts a stopped plugin again). The node is "
           + "not ready, and not live after dead-after", pipeline, gone);
@@ -104,14 +106,14 @@ final class JournalLiveness {
   /** Why the node is not live (a plugin missing for longer than {@code deadAfter}), or empty. */
   String deadReason(Duration deadAfter) {
     Missing m = missing;
-    if (m == null || System.nanoTime() - m.sinceNanos() <= deadAfter.toNanos()) {
+    if (m == null || ticker.nanoTime() - m.sinceNanos() <= deadAfter.toNanos()) {
       return "";
     }
     return reason(m) + ", past dead-after (" + deadAfter.toSeconds() + " s): only a restart brings it back";
   }
 
-  private static String reason(Missing m) {
+  private String reason(Missing m) {
     return "the persistence plugin(s) " + m.plugins() + " no longer run in this JVM (for "
-        + (System.nanoTime() - m.sinceNanos()) / 1_000_000_000 + " s)";
+        + (ticker.nanoTime() - m.sinceNanos()) / 1_000_000_000 + " s)";
   }
 }

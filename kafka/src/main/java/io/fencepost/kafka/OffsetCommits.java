@@ -27,10 +27,13 @@ final class OffsetCommits {
   private final PipelineSettings settings;
   private final Map<TopicPartition, Long> pending = new ConcurrentHashMap<>();
   private final AtomicLong appliedSinceCommit = new AtomicLong();
-  private long lastCommitNanos = System.nanoTime();
+  private final Ticker ticker;
+  private long lastCommitNanos;
 
-  OffsetCommits(PipelineSettings settings) {
+  OffsetCommits(PipelineSettings settings, Ticker ticker) {
     this.settings = settings;
+    this.ticker = ticker;
+    this.lastCommitNanos = ticker.nanoTime();
   }
 
   /** A batch of {@code records} was applied; {@code next} is the partition's next offset (any thread). */
@@ -42,7 +45,7 @@ final class OffsetCommits {
   /** Commits asynchronously when {@code commit.max-batch} records or {@code commit.max-interval} passed. */
   void maybeCommit(Consumer<byte[], byte[]> consumer, Set<TopicPartition> owned) {
     if (pending.isEmpty() || (appliedSinceCommit.get() < settings.commit().maxBatch()
-        && System.nanoTime() - lastCommitNanos < settings.commit().maxInterval().toNanos())) {
+        && ticker.nanoTime() - lastCommitNanos < settings.commit().maxInterval().toNanos())) {
       return;
     }
     pending.keySet().retainAll(owned);
@@ -63,7 +66,7 @@ final class OffsetCommits {
         offsets.put(tp, new OffsetAndMetadata(next));
       }
     }
-    lastCommitNanos = System.nanoTime();
+    lastCommitNanos = ticker.nanoTime();
     appliedSinceCommit.set(0);
     if (offsets.isEmpty()) {
       return;

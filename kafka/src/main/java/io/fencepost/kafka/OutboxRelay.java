@@ -91,7 +91,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   /** When the round in flight started: a failure's time counts from there (a round may wait delivery.timeout.ms). */
   private long roundStartedNanos;
   private long errorLoggedNanos;
-  private long storedAtNanos = System.nanoTime();
+  private long storedAtNanos;
+  private final Ticker ticker;
   private long publishedTotal;
   /** The relay's position, read by the gauge {@code fencepost.outbox.relay.lag}. */
   private final AtomicLong position;
@@ -99,8 +100,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final AtomicLong failing;
 
   private OutboxRelay(ActorContext<Command> ctx, TimerScheduler<Command> timers, PartitionId partition,
-      OutboxSettings settings, RelayProducer producers, Backoff backoff, AtomicBoolean stopRequested) {
+      OutboxSettings settings, RelayProducer producers, Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
     super(PersistenceId.ofUniqueId(OutboxRecord.relayPersistenceId(partition.persistenceId())));
+    this.ticker = ticker;
+    this.storedAtNanos = ticker.nanoTime();
     this.ctx = ctx;
     this.stopRequested = stopRequested;
     this.timers = timers;
@@ -124,9 +127,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * (growing with each failure), one record at a time until a round succeeds.
    */
   static Behavior<Command> create(PartitionId partition, OutboxSettings settings, RelayProducer producers,
-      Backoff backoff, AtomicBoolean stopRequested) {
+      Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
     Behavior<Command> relay = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new OutboxRelay(ctx, timers,
-        partition, settings, producers, backoff, stopRequested)));
+        partition, settings, producers, backoff, stopRequested, ticker)));
     return Behaviors.supervise(relay).onFailure(SupervisorStrategy.restartWithBackoff(
         Duration.ofSeconds(1), Duration.ofSeconds(30), 0.2));
   }
@@ -186,7 +189,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     boolean careful = failures > 0;
     RelayProducer.Handle producer = producers.current();
     long id = ++round;
-    roundStartedNanos = System.nanoTime();
+    roundStartedNanos = ticker.nanoTime();
     CompletableFuture<RoundDone> running = CompletableFuture.supplyAsync(() -> new RelayRound(ctx.getSystem(),
         partition, settings, producers, journal, id, from, skip, careful, producer).run(), blocking);
     ctx.pipeToSelf(running, (done, failure) -> failure == null ? done
@@ -220,7 +223,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     } else {
       if (failures > 0) {
         ctx.getLog().info("[{}] outbox relay publishes again, up to entry {}, after {} failed round(s) in {} s",
-            partition.shortName(), publishedUpTo, failures, (System.nanoTime() - failingSinceNanos) / 1_000_000_000);
+            partition.shortName(), publishedUpTo, failures, (ticker.nanoTime() - failingSinceNanos) / 1_000_000_000);
         failures = 0;
         failing.set(0);
         progressed = true;   // leave the careful mode at once
@@ -234,8 +237,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       }
     }
     if (publishedUpTo > stored
-        && System.nanoTime() - storedAtNanos >= settings.storePositionEvery().toNanos()) {
-      storedAtNanos = System.nanoTime();
+        && ticker.nanoTime() - storedAtNanos >= settings.storePositionEvery().toNanos()) {
+      storedAtNanos = ticker.nanoTime();
       return Effect().persist(publishedUpTo);
     }
     return Effect().none();
@@ -247,7 +250,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * publishing has failed for {@code error-after}.
    */
   private void onFailedRound(RoundDone done) {
-    long now = System.nanoTime();
+    long now = ticker.nanoTime();
     wakeAgain = false;
     if (done.producer().generation() != producers.current().generation()) {
       // Another relay replaced the producer under this round (its sends failed as the producer closed):

@@ -21,11 +21,14 @@ final class OwnershipListener implements ConsumerRebalanceListener {
   /** Set at an assignment (an empty one too): the consumer is in its group. Reset when it leaves it. */
   private volatile boolean joined;
   /** When this node's assignment last changed (assigned, revoked, lost, or the consumer left). */
-  private volatile long changedNanos = System.nanoTime();
+  private volatile long changedNanos;
+  private final Ticker ticker;
 
-  OwnershipListener(String pipeline, Assignments assignments) {
+  OwnershipListener(String pipeline, Assignments assignments, Ticker ticker) {
     this.pipeline = pipeline;
     this.assignments = assignments;
+    this.ticker = ticker;
+    this.changedNanos = ticker.nanoTime();
   }
 
   /** Whether the consumer is in its group: it received an assignment (possibly empty) and has not left since. */
@@ -33,7 +36,7 @@ final class OwnershipListener implements ConsumerRebalanceListener {
     return joined;
   }
 
-  /** When this node's assignment last changed ({@link System#nanoTime()}). */
+  /** When this node's assignment last changed ({@link Ticker#nanoTime()}). */
   long changedNanos() {
     return changedNanos;
   }
@@ -41,13 +44,13 @@ final class OwnershipListener implements ConsumerRebalanceListener {
   /** The consumer left its group (closed or replaced). */
   void left() {
     joined = false;
-    changedNanos = System.nanoTime();
+    changedNanos = ticker.nanoTime();
   }
 
   @Override
   public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
     joined = true;
-    changedNanos = System.nanoTime();
+    changedNanos = ticker.nanoTime();
     if (!partitions.isEmpty()) {
       assignments.assign(partitions);
     }
@@ -55,7 +58,7 @@ final class OwnershipListener implements ConsumerRebalanceListener {
 
   @Override
   public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-    changedNanos = System.nanoTime();
+    changedNanos = ticker.nanoTime();
     if (!partitions.isEmpty()) {
       log.info("[{}] revoked {}", pipeline, partitions);
       assignments.release(partitions, false);

@@ -17,8 +17,9 @@ import org.apache.pekko.Done;
  * @param startOffsets where a partition's stream starts ({@link SeekTargets})
  * @param batches applies a partition's batches ({@link BatchDelivery})
  * @param relays the partitions' outbox relays ({@link RelayRegistry})
+ * @param ticker the clock of every age the state machine measures ({@link Ticker#SYSTEM} in a pipeline)
  */
-record OwnershipSeams(Actors actors, StartOffsets startOffsets, Batches batches, Relays relays) {
+record OwnershipSeams(Actors actors, StartOffsets startOffsets, Batches batches, Relays relays, Ticker ticker) {
 
   /** The partitions' actors on this node. */
   interface Actors {

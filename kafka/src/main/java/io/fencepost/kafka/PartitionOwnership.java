@@ -53,13 +53,14 @@ final class PartitionOwnership {
   private final Backoff restartBackoff;
   private final Assignments assignments;
   private final OwnershipListener listener;
+  private final Ticker ticker;
   /** Work for the consumer thread, posted by other threads. */
   private final ConcurrentLinkedQueue<Runnable> inbox = new ConcurrentLinkedQueue<>();
   private final CompletableFuture<Done> stopped = new CompletableFuture<>();
   private final Thread thread;
   private volatile boolean stopRequested;
   /** Each turn of the consumer loop, failed ones included: a thread that stops turning is stuck. */
-  private volatile long lastTurnNanos = System.nanoTime();
+  private volatile long lastTurnNanos;
   /** The consumer's failure while it is being replaced (backoff and rejoin), else null. */
   private volatile String consumerFailure;
   private volatile Consumer<byte[], byte[]> consumer;
@@ -72,8 +73,10 @@ final class PartitionOwnership {
     int maxPoll = Integer.parseInt(String.valueOf(consumerProperties.getOrDefault(ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
         "500")));
     this.assignments = new Assignments(system, settings, seams,
-        new FlowControl(settings.name(), settings.batch().maxRecords(), maxPoll), this::post);
-    this.listener = new OwnershipListener(settings.name(), assignments);
+        new FlowControl(settings.name(), settings.batch().maxRecords(), maxPoll, seams.ticker()), this::post);
+    this.listener = new OwnershipListener(settings.name(), assignments, seams.ticker());
+    this.ticker = seams.ticker();
+    this.lastTurnNanos = ticker.nanoTime();
     this.restartBackoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2.0);
     this.thread = new Thread(this::run, "fencepost-consumer-" + settings.name());
     this.thread.setDaemon(true);
@@ -104,12 +107,12 @@ final class PartitionOwnership {
 
   /** Nanoseconds since this node's assignment last changed. */
   long sinceAssignmentChangedNanos() {
-    return System.nanoTime() - listener.changedNanos();
+    return ticker.nanoTime() - listener.changedNanos();
   }
 
   /** Nanoseconds since the consumer thread last went round its loop (a poll, or a failed attempt). */
   long sinceLastTurnNanos() {
-    return System.nanoTime() - lastTurnNanos;
+    return ticker.nanoTime() - lastTurnNanos;
   }
 
   /** Why the consumer is being replaced, or null while it runs. */
@@ -166,7 +169,7 @@ final class PartitionOwnership {
     int failures = 0;
     long lastFailure = 0;
     while (!stopRequested) {
-      lastTurnNanos = System.nanoTime();
+      lastTurnNanos = ticker.nanoTime();
       try {
         if (consumer == null) {
           subscribe();
@@ -175,7 +178,7 @@ final class PartitionOwnership {
         assignments.maybeCommit();
         ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
         consumerFailure = null;
-        if (failures > 0 && System.nanoTime() - lastFailure > 6 * settings.retryBackoff().max().toNanos()) {
+        if (failures > 0 && ticker.nanoTime() - lastFailure > 6 * settings.retryBackoff().max().toNanos()) {
           failures = 0;   // healthy for a while: the next failure backs off from the start again
         }
         for (TopicPartition tp : records.partitions()) {
@@ -189,7 +192,7 @@ final class PartitionOwnership {
         }
         Duration wait = restartBackoff.delay(failures++);
         consumerFailure = e.toString();
-        lastFailure = System.nanoTime();
+        lastFailure = ticker.nanoTime();
         log.error("[{}] consumer failed; closing it and starting a new one in {} ms (its partitions are re-assigned "
             + "and seek to their actors' stored offsets): {}", settings.name(), wait.toMillis(), e.toString(), e);
         try {

@@ -39,12 +39,12 @@ final class PartitionProgress {
   /** Set once the partition seeked to its stored offset and its stream runs. */
   volatile boolean flowing;
   volatile boolean inFlight;
-  volatile long lastProgressNanos = System.nanoTime();
-  final long assignedNanos = System.nanoTime();
+  volatile long lastProgressNanos;
+  final long assignedNanos;
   /** Records polled for this assignment and not yet through their batch. */
   final AtomicInteger buffered = new AtomicInteger();
   /** When the partition last went from idle (nothing buffered or in flight) to having records to apply. */
-  volatile long busySinceNanos = System.nanoTime();
+  volatile long busySinceNanos;
   /** The partition's log end as last measured (-1: not yet), for lag. */
   volatile long logEnd = -1;
   volatile long knownNextOffset = -1;
@@ -63,6 +63,13 @@ final class PartitionProgress {
    * batch at or below it means the consumer's position went back: the log was truncated or recreated.
    */
   volatile long highestDelivered = Long.MIN_VALUE;
+
+  /** An assignment made at {@code nowNanos} (its {@link Ticker}'s reading). */
+  PartitionProgress(long nowNanos) {
+    this.assignedNanos = nowNanos;
+    this.lastProgressNanos = nowNanos;
+    this.busySinceNanos = nowNanos;
+  }
 
   /** Records between the stored next offset and the log end as last measured; NaN while either is unknown. */
   double lag() {

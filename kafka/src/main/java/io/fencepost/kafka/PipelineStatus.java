@@ -31,9 +31,11 @@ final class PipelineStatus {
   private final PartitionOwnership ownership;
   private final SeekTargets targets;
   private final JournalLiveness journal;
+  private final Ticker ticker;
 
   PipelineStatus(PipelineSettings settings, Admin admin, Map<String, Object> consumerProperties,
-      PartitionOwnership ownership, SeekTargets targets, JournalLiveness journal) {
+      PartitionOwnership ownership, SeekTargets targets, JournalLiveness journal, Ticker ticker) {
+    this.ticker = ticker;
     this.settings = settings;
     this.admin = admin;
     this.consumerProperties = consumerProperties;
@@ -67,7 +69,7 @@ final class PipelineStatus {
           List<PartitionView> views = new ArrayList<>();
           for (int i = 0; i < ids.size(); i++) {
             PartitionId id = ids.get(i);
-            PartitionProgress progress = ownership.assigned().getOrDefault(id, new PartitionProgress());
+            PartitionProgress progress = ownership.assigned().getOrDefault(id, new PartitionProgress(ticker.nanoTime()));
             PartitionStatus s = statuses.get(i).isCompletedExceptionally() ? null : statuses.get(i).join();
             Long end = endOffsets.get(new TopicPartition(id.topic(), id.partition()));
             OptionalLong next = s == null ? OptionalLong.empty() : s.nextOffset();
@@ -126,7 +128,7 @@ final class PipelineStatus {
     if (sinceChange < PipelineHealth.SETTLE.toNanos()) {
       return "its assignment changed " + sinceChange / 1_000_000 + " ms ago (a rebalance may have a second round)";
     }
-    long now = System.nanoTime();
+    long now = ticker.nanoTime();
     List<String> problems = new ArrayList<>();
     Map<PartitionId, PartitionProgress> byPartition = new TreeMap<>(
         Comparator.comparing(PartitionId::topic).thenComparingInt(PartitionId::partition));

@@ -31,9 +31,11 @@ final class RelayRegistry implements OwnershipSeams.Relays {
   }
   private final AtomicLong started = new AtomicLong();
   private final AtomicBoolean offWarned = new AtomicBoolean();
+  private final Ticker ticker;
 
-  RelayRegistry(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients) {
+  RelayRegistry(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients, Ticker ticker) {
     this.system = system;
+    this.ticker = ticker;
     this.settings = settings;
     if (settings.outbox().enabled()) {
       Properties properties = ClientProperties.producer(system, settings, settings.outbox().producer(),
@@ -55,7 +57,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
     }
     relays.computeIfAbsent(id, k -> {
       AtomicBoolean stopRequested = new AtomicBoolean();
-      return new Running(system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer, backoff, stopRequested),
+      return new Running(system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer, backoff, stopRequested, ticker),
           "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()), stopRequested);
     });
   }

@@ -74,7 +74,7 @@ final class RunningPipeline<V> implements Pipeline {
     this.admin = KafkaClients.REAL.admin(clients.admin());
     this.logProbe = new LogProbe(KafkaClients.REAL.consumer(clients.probe()));
     this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL);
-    this.relays = new RelayRegistry(system, settings, KafkaClients.REAL);
+    this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, Ticker.SYSTEM);
     this.targets = new SeekTargets(system, settings, host, admin);
     BatchDelivery.StreamControl control = new BatchDelivery.StreamControl() {
       @Override
@@ -88,14 +88,14 @@ final class RunningPipeline<V> implements Pipeline {
       }
     };
     BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, decoder, deadLetters, relays,
-        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control, totals);
+        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control, totals, Ticker.SYSTEM);
     this.ownership = new PartitionOwnership(system, settings, consumerProperties, KafkaClients.REAL,
-        new OwnershipSeams(host, targets, delivery, relays));
-    this.journal = new JournalLiveness(system, settings);
+        new OwnershipSeams(host, targets, delivery, relays, Ticker.SYSTEM));
+    this.journal = new JournalLiveness(system, settings, Ticker.SYSTEM);
     this.topicChecks = new TopicChecks(settings, admin, consumerProperties, deadLetters);
     this.watchdog = new StallWatchdog(system, settings, admin, consumerProperties, ownership, journal,
-        () -> stopped != null);
-    this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal);
+        () -> stopped != null, Ticker.SYSTEM);
+    this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, Ticker.SYSTEM);
   }
 
   private PartitionOwnership ownership() {

@@ -34,13 +34,15 @@ final class StallWatchdog {
   private final JournalLiveness journal;
   private final BooleanSupplier stopping;
   private final StallRestarts stallRestarts;
+  private final Ticker ticker;
   /** Log-end reads that failed in a row (logged at the first and every 20th). */
   private final AtomicInteger endsUnknown = new AtomicInteger();
   private volatile Cancellable timer;
 
   StallWatchdog(ActorSystem<?> system, PipelineSettings settings, Admin admin, Map<String, Object> consumerProperties,
-      PartitionOwnership ownership, JournalLiveness journal, BooleanSupplier stopping) {
+      PartitionOwnership ownership, JournalLiveness journal, BooleanSupplier stopping, Ticker ticker) {
     this.system = system;
+    this.ticker = ticker;
     this.settings = settings;
     this.admin = admin;
     this.consumerProperties = consumerProperties;
@@ -100,7 +102,7 @@ final class StallWatchdog {
         .thenAccept(ends -> ends.forEach((tp, info) -> {
       PartitionProgress progress = progressOf.get(tp);
       progress.logEnd = info.offset();   // the lag gauge reads it
-      long now = System.nanoTime();
+      long now = ticker.nanoTime();
       if (progress.flowing && !progress.inFlight && progress.halted == null
           && now - progress.lastProgressNanos > settings.stallTimeout().toNanos()
           && info.offset() > Math.max(0, progress.knownNextOffset)

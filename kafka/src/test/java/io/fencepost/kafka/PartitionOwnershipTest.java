@@ -62,6 +62,8 @@ class PartitionOwnershipTest {
   private final List<String> events = new CopyOnWriteArrayList<>();
   private final Fakes fakes = new Fakes();
   private final List<TestConsumer> consumers = new CopyOnWriteArrayList<>();
+  /** The machine's clock: stands still unless a test moves it. */
+  private final ManualTicker ticker = new ManualTicker(1_000_000_000_000L);
   private PartitionOwnership ownership;
 
   @AfterAll
@@ -206,7 +208,7 @@ class PartitionOwnershipTest {
       return c;
     };
     ownership = new PartitionOwnership(kit.system(), settings, consumerProperties, clients,
-        new OwnershipSeams(fakes, fakes, fakes, fakes.relays));
+        new OwnershipSeams(fakes, fakes, fakes, fakes.relays, ticker));
     ownership.start();
     return ownership;
   }
@@ -334,6 +336,45 @@ class PartitionOwnershipTest {
     assertEquals(List.of("admit 0", "seek-target 0", "relay-start 0"), events.subList(0, 3));
     assertEquals(Set.of(5L, 6L, 7L, 8L, 9L), applied(0, 0), "nothing below the stored offset reached a stream");
     assertEquals(Set.of(), c.paused());
+  }
+
+  @Test
+  void everyAgeOfAnAssignmentIsReadFromThePipelinesClock() {
+    Duration stall = Duration.ofSeconds(60);
+    CompletableFuture<Long> target = new CompletableFuture<>();
+    fakes.heldTargets.put(0, target);
+    CompletableFuture<OptionalLong> inFlight = new CompletableFuture<>();
+    fakes.heldBatches.put(0, inFlight);
+    start(Duration.ofSeconds(5));
+    TestConsumer c = consumer();
+    rebalance(c, List.of(P0));
+    PartitionProgress p = ownership.assigned().get(ID0);
+    assertEquals(0, ownership.sinceAssignmentChangedNanos(), "the clock stood still since the assignment");
+
+    ticker.advance(Duration.ofSeconds(59));
+    assertFalse(p.stalled(stall, ticker.nanoTime()), "recovering for 59 s");
+    assertEquals(Duration.ofSeconds(59).toNanos(), ownership.sinceAssignmentChangedNanos());
+    ticker.advance(Duration.ofSeconds(2));
+    assertTrue(p.stalled(stall, ticker.nanoTime()), "its actor has not told its offset for 61 s");
+    assertEquals(Duration.ofSeconds(61).toNanos(), p.stuckNanos(ticker.nanoTime()));
+
+    target.complete(0L);
+    await(() -> p.flowing, "seeked");
+    assertEquals(0, p.stuckNanos(ticker.nanoTime()), "flowing and idle since the seek");
+    assertEquals(ticker.nanoTime(), p.lastProgressNanos, "the watchdog's no-progress time counts from the seek, "
+        + "not from the 61 s of recovery");
+    ticker.advance(Duration.ofSeconds(30));
+    addRecords(c, P0, 0, 4);
+    await(() -> count("deliver 0 .*") > 0, "a batch sent");
+    ticker.advance(Duration.ofSeconds(45));
+    assertEquals(Duration.ofSeconds(45).toNanos(), p.stuckNanos(ticker.nanoTime()),
+        "busy since its records came, not since the seek 75 s ago");
+    ticker.advance(Duration.ofSeconds(16));
+    assertTrue(p.stalled(stall, ticker.nanoTime()), "records held for 61 s");
+    inFlight.complete(OptionalLong.of(5));
+    awaitApplied(0, 0, 4, 0);
+    await(() -> p.buffered.get() == 0, "the batch through");
+    assertFalse(p.stalled(stall, ticker.nanoTime()), "nothing held once the batch was through");
   }
 
   @Test

@@ -39,7 +39,7 @@ class PartitionProgressTest {
 
   @Test
   void aHaltedPartitionIsStalledAndSoIsOneStillRecoveringStallTimeoutAfterItsAssignment() {
-    PartitionProgress p = new PartitionProgress();
+    PartitionProgress p = new PartitionProgress(0);
     assertFalse(p.stalled(STALL, p.assignedNanos + 59 * S), "recovering for 59 s");
     assertTrue(p.stalled(STALL, p.assignedNanos + 61 * S), "its actor cannot recover or tell its offset");
     p.revoked = true;
@@ -51,7 +51,7 @@ class PartitionProgressTest {
 
   @Test
   void stuckTimeCountsFromTheAssignmentWhileRecoveringAndFromTheRecordsWhileFlowingButNotWhileHalted() {
-    PartitionProgress recovering = new PartitionProgress();
+    PartitionProgress recovering = new PartitionProgress(0);
     assertEquals(301 * S, recovering.stuckNanos(recovering.assignedNanos + 301 * S), "a journal that never answers");
     PartitionProgress p = flowing();
     p.lastProgressNanos = 10 * S;
@@ -65,7 +65,7 @@ class PartitionProgressTest {
 
   @Test
   void lagIsLogEndLessStoredNextOffsetOnceBothAreKnown() {
-    PartitionProgress p = new PartitionProgress();
+    PartitionProgress p = new PartitionProgress(0);
     assertTrue(Double.isNaN(p.lag()), "neither known");
     p.knownNextOffset = 40;
     assertTrue(Double.isNaN(p.lag()), "log end not measured yet");
@@ -76,7 +76,7 @@ class PartitionProgressTest {
   }
 
   private static PartitionProgress flowing() {
-    PartitionProgress p = new PartitionProgress();
+    PartitionProgress p = new PartitionProgress(0);
     p.flowing = true;
     return p;
   }
