@@ -15,10 +15,10 @@ import java.util.concurrent.TimeoutException;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import io.fencepost.testkit.ClusterNodes;
-import io.fencepost.testkit.ClusterTls;
-import io.fencepost.testkit.Directories;
-import io.fencepost.testkit.FreePorts;
+import io.fencepost.embedded.ClusterNodes;
+import io.fencepost.embedded.ClusterTls;
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.FreePorts;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;

@@ -28,7 +28,7 @@ import com.sun.net.httpserver.HttpServer;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.errors.RetriableException;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Postgres;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;

@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Postgres;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;

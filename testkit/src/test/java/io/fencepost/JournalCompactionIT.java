@@ -17,7 +17,7 @@ import io.fencepost.errors.JournalGapException;
 import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalCompaction;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Postgres;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;

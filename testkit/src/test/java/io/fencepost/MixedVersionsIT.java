@@ -25,10 +25,10 @@ import javax.tools.ToolProvider;
 
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Directories;
-import io.fencepost.testkit.JvmProcess;
-import io.fencepost.testkit.KafkaBroker;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.JvmProcess;
+import io.fencepost.embedded.KafkaBroker;
+import io.fencepost.embedded.Postgres;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;

@@ -19,7 +19,7 @@ import io.fencepost.internal.FencepostSerializer;
 import io.fencepost.internal.WindowSegment;
 import io.fencepost.internal.WindowSegments;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Postgres;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;

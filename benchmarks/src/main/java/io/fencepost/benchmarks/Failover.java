@@ -17,10 +17,10 @@ import java.util.stream.IntStream;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.tools.Main;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Directories;
-import io.fencepost.testkit.FreePorts;
-import io.fencepost.testkit.JvmProcess;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.FreePorts;
+import io.fencepost.embedded.JvmProcess;
+import io.fencepost.embedded.Postgres;
 
 /**
  * Partition fail-over of a 3-node ledger cluster: the examples' {@code fencepost ledger} nodes as

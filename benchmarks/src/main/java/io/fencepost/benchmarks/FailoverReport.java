@@ -21,7 +21,7 @@ import io.fencepost.benchmarks.Failover.JoinRun;
 import io.fencepost.benchmarks.Failover.Kind;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.ClusterNodes;
+import io.fencepost.embedded.ClusterNodes;
 
 /** {@link Failover}'s results as Markdown tables against the targets, and its charts. */
 final class FailoverReport {

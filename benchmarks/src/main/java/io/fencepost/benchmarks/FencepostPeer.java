@@ -15,7 +15,7 @@ import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
-import io.fencepost.testkit.ClusterNodes;
+import io.fencepost.embedded.ClusterNodes;
 import io.fencepost.tools.Reconciliation;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.pekko.actor.typed.ActorSystem;

@@ -16,9 +16,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Directories;
-import io.fencepost.testkit.KafkaBroker;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.KafkaBroker;
+import io.fencepost.embedded.Postgres;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.common.TopicPartition;

@@ -18,10 +18,10 @@ import io.fencepost.PartitionId;
 import io.fencepost.examples.LedgerBalances;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Directories;
-import io.fencepost.testkit.FreePorts;
-import io.fencepost.testkit.JvmProcess;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.FreePorts;
+import io.fencepost.embedded.JvmProcess;
+import io.fencepost.embedded.Postgres;
 import io.fencepost.tools.Main;
 
 /**

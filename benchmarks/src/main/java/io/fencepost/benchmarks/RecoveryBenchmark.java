@@ -22,7 +22,7 @@ import io.fencepost.PartitionStatus;
 import io.fencepost.internal.WindowSegment;
 import io.fencepost.jdbc.JournalCompaction;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Postgres;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;

@@ -19,7 +19,7 @@ import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.management.FencepostManagement;
-import io.fencepost.testkit.ClusterNodes;
+import io.fencepost.embedded.ClusterNodes;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import org.apache.pekko.actor.typed.ActorSystem;

@@ -22,7 +22,7 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Postgres;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;

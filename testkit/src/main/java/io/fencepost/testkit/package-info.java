@@ -1,9 +1,6 @@
 /**
- * Testing Fencepost services. {@link io.fencepost.testkit.PartitionActorTestKit} unit-tests a
- * partition actor without broker or database. For integration tests, real services: a single-node
- * KRaft Kafka broker started inside the JVM ({@link io.fencepost.testkit.KafkaBroker}), a real
- * PostgreSQL server, embedded or external ({@link io.fencepost.testkit.Postgres}), embedded H2
- * journals ({@link io.fencepost.testkit.H2}), and separate JVM processes
- * ({@link io.fencepost.testkit.JvmProcess}). No mocks: every test that uses these talks to the real thing.
+ * Unit-testing a Fencepost service: {@link io.fencepost.testkit.PartitionActorTestKit} runs a
+ * partition actor as a pipeline does, without broker or database. The in-process broker and
+ * PostgreSQL for integration tests are in {@code fencepost-embedded} ({@code io.fencepost.embedded}).
  */
 package io.fencepost.testkit;

@@ -1,6 +1,6 @@
 package io.fencepost.tools;
 
-import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.embedded.KafkaBroker;
 
 /** {@code fencepost broker}: a standalone in-process Kafka broker for multi-process runs. */
 final class BrokerCommand implements Main.Command {

@@ -14,10 +14,10 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Directories;
-import io.fencepost.testkit.FreePorts;
-import io.fencepost.testkit.JvmProcess;
-import io.fencepost.testkit.Postgres;
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.FreePorts;
+import io.fencepost.embedded.JvmProcess;
+import io.fencepost.embedded.Postgres;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;

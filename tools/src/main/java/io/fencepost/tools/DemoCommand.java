@@ -16,11 +16,11 @@ import io.fencepost.examples.LedgerBalances;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.Directories;
-import io.fencepost.testkit.FreePorts;
-import io.fencepost.testkit.H2;
-import io.fencepost.testkit.JvmProcess;
-import io.fencepost.testkit.KafkaBroker;
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.FreePorts;
+import io.fencepost.embedded.H2;
+import io.fencepost.embedded.JvmProcess;
+import io.fencepost.embedded.KafkaBroker;
 import org.apache.pekko.actor.typed.ActorSystem;
 
 /**

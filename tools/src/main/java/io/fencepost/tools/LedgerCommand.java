@@ -9,7 +9,7 @@ import java.util.Optional;
 import io.fencepost.FencepostMeters;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.testkit.H2;
+import io.fencepost.embedded.H2;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.apache.pekko.actor.CoordinatedShutdown;

@@ -1,4 +1,4 @@
-package io.fencepost.testkit;
+package io.fencepost.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,4 +1,4 @@
-package io.fencepost.testkit;
+package io.fencepost.embedded;
 
 import java.time.Duration;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.fencepost.testkit;
+package io.fencepost.embedded;
 
 import java.io.IOException;
 import java.nio.file.Files;
