@@ -16,7 +16,8 @@ import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.embedded.ClusterNodes;
-import io.fencepost.tools.Reconciliation;
+import io.fencepost.reconciliation.Reconciliation;
+import io.fencepost.reconciliation.ReconciliationReport;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -124,7 +125,7 @@ final class FencepostPeer implements Peer {
     DbUsage usage = DbUsage.settled(db).minus(before);
     Latency latency = run.latency() ? run.probe().steady() : null;
     if (reconcile) {
-      Reconciliation.Report report = Reconciliation.of(run.infra().bootstrapServers(), run.topic(), group, db)
+      ReconciliationReport report = Reconciliation.of(run.infra().bootstrapServers(), run.topic(), group, db)
           .inputKeys(r -> Optional.of(Payment.parse(r.value()).businessKey()))
           .effectKeys(e -> e instanceof CreditingActor.Credit c ? Optional.of(c.paymentId()) : Optional.empty())
           .run();

@@ -5,11 +5,15 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.Objects;
+import java.util.Optional;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import io.fencepost.jdbc.internal.SqlScripts;
+import org.apache.pekko.actor.BootstrapSetup;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * Where the journal lives: a JDBC URL with credentials, and what Fencepost needs from it.
@@ -133,6 +137,24 @@ public final class JournalDatabase {
         "jdbc-snapshot-store.circuit-breaker.reset-timeout = 5s");
     return ConfigFactory.parseString(plugins)
         .withValue("pekko-persistence-jdbc.shared-databases.slick", db.root());
+  }
+
+  /**
+   * A local actor system on this database (no cluster, no remoting), with classes and configuration
+   * from {@code loader}: for tools that read or write a journal next to a running service, which
+   * must neither bind the service's port nor join its cluster. The service's configuration supplies
+   * its serializers; the journal is this one, whatever plugin ids that configuration names.
+   */
+  public ActorSystem<Void> localSystem(String name, ClassLoader loader) {
+    Config config = ConfigFactory.parseString("pekko.actor.provider = local\n"
+            + "pekko.loglevel = WARNING\n"
+            + "pekko.coordinated-shutdown.exit-jvm = off\n"
+            + "fencepost.partition-actor.journal-plugin-id = \"\"\n"
+            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n")
+        .withFallback(pekkoConfig())
+        .withFallback(ConfigFactory.load(loader));
+    return ActorSystem.create(Behaviors.empty(), name,
+        BootstrapSetup.create(Optional.of(loader), Optional.of(config), Optional.empty()));
   }
 
   /** Creates pekko-persistence-jdbc's tables (the script is not idempotent: see {@link #installSchemaIfMissing()}). */

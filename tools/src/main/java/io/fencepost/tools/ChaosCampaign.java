@@ -18,6 +18,7 @@ import io.fencepost.embedded.Directories;
 import io.fencepost.embedded.FreePorts;
 import io.fencepost.embedded.JvmProcess;
 import io.fencepost.embedded.Postgres;
+import io.fencepost.reconciliation.ReconciliationReport;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -40,7 +41,7 @@ final class ChaosCampaign {
   }
 
   /** The outcome: the generator's own counts, the faults injected, and the reconciliation. */
-  public record Outcome(long payments, long producerDuplicates, List<String> faults, Reconciliation.Report report,
+  public record Outcome(long payments, long producerDuplicates, List<String> faults, ReconciliationReport report,
       OwnershipLog ownership, List<String> failovers) {
 
     /** One line: the verdict and whether the report agrees exactly with the generator. */
@@ -117,7 +118,7 @@ final class ChaosCampaign {
         throw new IllegalStateException("the generator failed: " + producerFailure.get(), producerFailure.get());
       }
       restartExited();
-      Reconciliation.Report report = LedgerReconciliation.awaitComplete(
+      ReconciliationReport report = LedgerReconciliation.awaitComplete(
           LedgerReconciliation.of(bootstrap, TOPIC, GROUP, db).bucket(Duration.ofSeconds(30)), Duration.ofMinutes(4),
           (done, expected) -> { });
       out.println("reconciled after the ledger caught up");

@@ -21,6 +21,7 @@ import io.fencepost.embedded.FreePorts;
 import io.fencepost.embedded.H2;
 import io.fencepost.embedded.JvmProcess;
 import io.fencepost.embedded.KafkaBroker;
+import io.fencepost.reconciliation.ReconciliationReport;
 import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
@@ -101,7 +102,7 @@ final class DemoCommand implements Main.Command {
           out.printf("%nsent %,d payments + %,d producer duplicates in %.1f s%n", sent.payments(), sent.duplicates(),
               sent.seconds());
           nodeB[0].awaitLine("READY", Duration.ofSeconds(120));
-          Reconciliation.Report report = LedgerReconciliation.awaitComplete(
+          ReconciliationReport report = LedgerReconciliation.awaitComplete(
               LedgerReconciliation.of(broker.bootstrapServers(), TOPIC, GROUP, journal).bucket(Duration.ofSeconds(10)),
               Duration.ofSeconds(120), (done, expected) -> PaymentProducer.progress(out, "applied", done, expected));
           out.println();
@@ -130,7 +131,7 @@ final class DemoCommand implements Main.Command {
   /** Runs the ledger_balances projection over the journal until it has caught up, and sums the table. */
   private static LedgerBalances.Totals readModel(JournalDatabase journal) throws Exception {
     LedgerBalances.installSchema(journal);
-    ActorSystem<Void> system = ToolSystems.create("fencepost-demo-projection", journal,
+    ActorSystem<Void> system = journal.localSystem("fencepost-demo-projection",
         DemoCommand.class.getClassLoader());
     try {
       JdbcProjection projection =

@@ -33,7 +33,7 @@ final class DlqCommand implements Main.Command {
     }
     DeadLetterReplay replay = DeadLetterReplay.from(flags.require("bootstrap"),
         flags.require("topic") + flags.require("suffix"))
-        .withKafkaClients(ToolSystems.clientConfig(flags.get("client-config")));
+        .withKafkaClients(ToolInputs.clientConfig(flags.get("client-config")));
     flags.get("key").ifPresent(replay::withKey);
     if (flags.get("partition").isPresent()) {
       replay.withOffsets(flags.intValue("partition", 0, Integer.MAX_VALUE), flags.intValue("from-offset", 0,

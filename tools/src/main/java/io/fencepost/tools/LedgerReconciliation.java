@@ -8,6 +8,8 @@ import java.util.function.BiConsumer;
 import io.fencepost.examples.Credited;
 import io.fencepost.examples.PaymentJson;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.reconciliation.Reconciliation;
+import io.fencepost.reconciliation.ReconciliationReport;
 import org.apache.kafka.common.header.Header;
 
 /** Reconciliation wired for the ledger: business key = idempotency-key header, else paymentId. */
@@ -21,11 +23,11 @@ final class LedgerReconciliation {
    * the timeout passes; returns the last report. Kafka's committed offsets are not used for this:
    * after a rebalance they can lag the actors' stored offsets until a partition's next record.
    */
-  static Reconciliation.Report awaitComplete(Reconciliation reconciliation, Duration timeout,
+  static ReconciliationReport awaitComplete(Reconciliation reconciliation, Duration timeout,
       BiConsumer<Long, Long> progress) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (true) {
-      Reconciliation.Report r = reconciliation.run();
+      ReconciliationReport r = reconciliation.run();
       long done = r.total().applied() + r.total().deadLettered();
       progress.accept(Math.min(done, r.total().expected()), r.total().expected());
       if (done >= r.total().expected() || System.nanoTime() > deadline) {

@@ -51,8 +51,8 @@ final class OffsetsCommand implements Main.Command {
     long to = target(flags, partition);
     JournalDatabase journal = JournalDatabase.of(flags.require("jdbc-url"), flags.require("jdbc-user"),
         flags.require("jdbc-password"));
-    ActorSystem<Void> system = ToolSystems.create("fencepost-offsets", journal,
-        ToolSystems.classLoader(flags.get("classpath")));
+    ActorSystem<Void> system = journal.localSystem("fencepost-offsets",
+        ToolInputs.classLoader(flags.get("classpath")));
     try {
       OffsetReset.Result r = OffsetReset.to(system, partition, to, PartitionActorSettings.create(system),
           Duration.ofSeconds(60)).toCompletableFuture().get(90, TimeUnit.SECONDS);

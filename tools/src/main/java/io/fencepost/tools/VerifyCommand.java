@@ -12,6 +12,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fencepost.OutboxRecord;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.reconciliation.NoInputKeysException;
+import io.fencepost.reconciliation.Reconciliation;
+import io.fencepost.reconciliation.ReconciliationReport;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 
@@ -52,7 +55,7 @@ final class VerifyCommand implements Main.Command {
     JournalDatabase db = JournalDatabase.of(flags.require("jdbc-url"), flags.require("jdbc-user"),
         flags.require("jdbc-password"));
     String how = flags.require("business-key");
-    ClassLoader classLoader = ToolSystems.classLoader(flags.get("classpath"));
+    ClassLoader classLoader = ToolInputs.classLoader(flags.get("classpath"));
     Reconciliation reconciliation;
     if (how.equals("ledger")) {
       reconciliation = LedgerReconciliation.of(flags.require("bootstrap"), flags.require("topic"),
@@ -61,14 +64,14 @@ final class VerifyCommand implements Main.Command {
       reconciliation = Reconciliation.of(flags.require("bootstrap"), flags.require("topic"), flags.require("group"),
           db).inputKeys(keys(how, classLoader)).appliedKeysFromJournal();
     }
-    Reconciliation.Report report;
+    ReconciliationReport report;
     try {
       report = reconciliation
           .classLoader(classLoader)
-          .kafkaClients(ToolSystems.clientConfig(flags.get("client-config")))
+          .kafkaClients(ToolInputs.clientConfig(flags.get("client-config")))
           .bucket(Duration.ofSeconds(flags.intValue("bucket-seconds", 1, 86_400)))
           .run();
-    } catch (Reconciliation.NoInputKeysException e) {
+    } catch (NoInputKeysException e) {
       System.err.printf("fencepost verify: none of the %,d records of topic [%s] has a business key by "
           + "--business-key %s, while the journal holds %,d business keys: the option does not say how this "
           + "pipeline's actors key records (header:NAME, record-key, json:/POINTER for a field of a JSON value, "

@@ -48,6 +48,7 @@ class ArchitectureTest {
       "io.fencepost.management.internal", List.of("io.fencepost.management"),
       "io.fencepost.testkit.internal", List.of("io.fencepost.testkit"),
       "io.fencepost.embedded.internal", List.of("io.fencepost.embedded"),
+      "io.fencepost.reconciliation.internal", List.of("io.fencepost.reconciliation"),
       "io.fencepost.examples.internal", List.of("io.fencepost.examples"),
       "io.fencepost.tools.internal", List.of("io.fencepost.tools"));
 
@@ -65,7 +66,7 @@ class ArchitectureTest {
   void everyModuleWasImported() {
     for (String pkg : List.of("io.fencepost", "io.fencepost.internal", "io.fencepost.jdbc", "io.fencepost.kafka",
         "io.fencepost.kafka.internal", "io.fencepost.management.internal", "io.fencepost.testkit", "io.fencepost.embedded",
-        "io.fencepost.examples",
+        "io.fencepost.reconciliation", "io.fencepost.examples",
         "io.fencepost.tools")) {
       long n = classes.stream().filter(c -> c.getPackageName().equals(pkg)).count();
       assertTrue(n >= 3, pkg + ": only " + n + " classes imported; the rules would check nothing there");

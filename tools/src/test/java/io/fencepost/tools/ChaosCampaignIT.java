@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import io.fencepost.reconciliation.ReconciliationReport;
 
 /**
  * The CI-sized fault campaign: 3 node processes, 12 partitions, 100,000 payments with 1% producer
@@ -24,7 +25,7 @@ class ChaosCampaignIT {
     ChaosCampaign.Plan plan = new ChaosCampaign.Plan(20261129, 3, 12, 100_000, 1_500, 0.01, 3, 1, 1, 1, 0,
         Path.of("target", "chaos-it").toAbsolutePath());
     ChaosCampaign.Outcome outcome = new ChaosCampaign(plan, System.out).run();
-    Reconciliation.Report report = outcome.report();
+    ReconciliationReport report = outcome.report();
     System.out.println(report.render());
     System.out.println(outcome.verdict());
 

@@ -29,6 +29,8 @@ import io.fencepost.kafka.PipelineSettings;
 import io.fencepost.embedded.ClusterNodes;
 import io.fencepost.embedded.KafkaBroker;
 import io.fencepost.embedded.Postgres;
+import io.fencepost.reconciliation.Reconciliation;
+import io.fencepost.reconciliation.ReconciliationReport;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -118,7 +120,7 @@ class ReconciliationIT {
         system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
       }
 
-      Reconciliation.Report report = Reconciliation.of(broker.bootstrapServers(), topic, group, db)
+      ReconciliationReport report = Reconciliation.of(broker.bootstrapServers(), topic, group, db)
           .inputKeys(r -> Optional.of(json.deserialize(topic, r.value()).paymentId()))
           .effectKeys(e -> Optional.of(((Credited) e).paymentId()))
           .sequenceHeader("seq")
@@ -215,7 +217,7 @@ class ReconciliationIT {
       assertEquals(0, Main.run(new String[] {"offsets", "reset", "--group", group, "--topic", topic, "--partition", "0",
           "--to", "10", "--jdbc-url", db.jdbcUrl(), "--jdbc-user", db.user(), "--jdbc-password", db.password()}));
 
-      Reconciliation.Report report = Reconciliation.of(broker.bootstrapServers(), topic, group, db)
+      ReconciliationReport report = Reconciliation.of(broker.bootstrapServers(), topic, group, db)
           .inputKeys(VerifyCommand.keys("header:k")).appliedKeysFromJournal().run();
       System.out.println(report.render());
       assertEquals(10, report.total().records());

@@ -15,21 +15,15 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
-import io.fencepost.jdbc.JournalDatabase;
-import org.apache.pekko.actor.BootstrapSetup;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * The actor systems the tools read and write a journal with. They load the service's configuration
- * (its serializers) but never its cluster or remoting: a tool run next to a running service must not
- * bind the service's port, nor join its cluster.
+ * What the tools take from a service: its classes (a class loader over {@code --classpath}) and its
+ * Kafka client settings ({@code --client-config}). The actor systems they read and write a journal
+ * with are {@link io.fencepost.jdbc.JournalDatabase#localSystem}.
  */
-final class ToolSystems {
+final class ToolInputs {
 
-  private ToolSystems() {
+  private ToolInputs() {
   }
 
   /**
@@ -40,7 +34,7 @@ final class ToolSystems {
    */
   static ClassLoader classLoader(Optional<String> classpath) {
     if (classpath.isEmpty() || classpath.get().isBlank()) {
-      return ToolSystems.class.getClassLoader();
+      return ToolInputs.class.getClassLoader();
     }
     List<URL> urls = new ArrayList<>();
     for (String entry : classpath.get().split(File.pathSeparator)) {
@@ -59,7 +53,7 @@ final class ToolSystems {
       }
     }
     return new URLClassLoader("service-classpath", urls.toArray(new URL[0]),
-        ToolSystems.class.getClassLoader());
+        ToolInputs.class.getClassLoader());
   }
 
   /**
@@ -82,19 +76,5 @@ final class ToolSystems {
     Map<String, String> out = new TreeMap<>();
     p.forEach((k, v) -> out.put(String.valueOf(k), String.valueOf(v)));
     return out;
-  }
-
-  /** A local actor system on {@code journal}, with classes and configuration from {@code loader}. */
-  static ActorSystem<Void> create(String name, JournalDatabase journal, ClassLoader loader) {
-    // The journal is the one given: plugin ids in the service's configuration would point elsewhere.
-    Config config = ConfigFactory.parseString("pekko.actor.provider = local\n"
-            + "pekko.loglevel = WARNING\n"
-            + "pekko.coordinated-shutdown.exit-jvm = off\n"
-            + "fencepost.partition-actor.journal-plugin-id = \"\"\n"
-            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n")
-        .withFallback(journal.pekkoConfig())
-        .withFallback(ConfigFactory.load(loader));
-    return ActorSystem.create(Behaviors.empty(), name,
-        BootstrapSetup.create(Optional.of(loader), Optional.of(config), Optional.empty()));
   }
 }

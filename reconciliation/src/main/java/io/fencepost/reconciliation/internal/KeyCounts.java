@@ -1,4 +1,4 @@
-package io.fencepost.tools.internal;
+package io.fencepost.reconciliation.internal;
 
 /**
  * Per-key counters for reconciliation, keyed by 128-bit digests in parallel primitive arrays with
