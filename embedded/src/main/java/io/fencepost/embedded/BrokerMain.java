@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 
 
 /** Entry point behind {@link KafkaBroker#main(String[])}. */
@@ -49,12 +50,20 @@ final class BrokerMain {
     }
     System.out.println("BOOTSTRAP=" + broker.bootstrapServers());
     System.out.flush();
-    // Runs until killed, or until the parent closes our standard input.
-    InputStream in = System.in;
-    while (in.read() != -1) {
-      // keep reading
+    if (System.getenv(JvmProcess.EXIT_WITH_PARENT) != null) {
+      // A child of JvmProcess: runs until killed, or until the parent (a test, the demo) closes our
+      // standard input, so that a parent that dies leaves no broker behind.
+      InputStream in = System.in;
+      while (in.read() != -1) {
+        // keep reading
+      }
+      broker.stop();
+      return;
     }
-    broker.stop();
+    // Run by hand, in the foreground or in the background (where standard input is /dev/null, or a
+    // terminal it may not read): until SIGTERM or Ctrl-C, whose shutdown hook stops the broker.
+    System.err.println("broker: running; stop it with Ctrl-C or SIGTERM");
+    new CountDownLatch(1).await();
   }
 
   private static int parsePort(String value) {

@@ -19,6 +19,12 @@ import java.util.concurrent.TimeUnit;
  */
 public final class JvmProcess implements AutoCloseable {
 
+  /**
+   * Set in every child's environment: a child that serves until it is stopped (the broker) also
+   * stops when this process closes its standard input, or dies.
+   */
+  static final String EXIT_WITH_PARENT = "FENCEPOST_EXIT_WITH_PARENT";
+
   private final String name;
   private final Process process;
   private final Path log;
@@ -68,6 +74,7 @@ public final class JvmProcess implements AutoCloseable {
       ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
           .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
           .redirectInput(ProcessBuilder.Redirect.PIPE);
+      pb.environment().put(EXIT_WITH_PARENT, "1");
       return new JvmProcess(name, pb.start(), log);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start JVM process " + name, e);

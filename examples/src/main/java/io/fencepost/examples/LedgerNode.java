@@ -98,6 +98,16 @@ public final class LedgerNode implements AutoCloseable {
         throw cause instanceof RuntimeException r ? r : new IllegalStateException(cause.toString(), cause);
       }
     }
+    try {
+      return new LedgerNode(system, startPipeline(system, bootstrap, topic, group, outboxTopic));
+    } catch (RuntimeException e) {
+      system.terminate();   // a node that cannot start leaves no actor system (and no threads) behind
+      throw e;
+    }
+  }
+
+  private static Pipeline startPipeline(ActorSystem<Void> system, String bootstrap, String topic, String group,
+      Optional<String> outboxTopic) {
     // ctx -> new LedgerActor(ctx, outboxTopic), unless a test asks for a held payment (HoldOnceLedger).
     Function<PartitionContext, PartitionActor<Payment, Ledger, Credited>> ledger =
         ctx -> HoldOnceLedger.create(ctx, outboxTopic);
@@ -111,7 +121,7 @@ public final class LedgerNode implements AutoCloseable {
     }
     Pipeline pipeline = KafkaPipeline.create(system, ledger, new PaymentJson(), settings).start();
     // end-snippet: start-pipeline
-    return new LedgerNode(system, pipeline);
+    return pipeline;
   }
 
   /**

@@ -282,13 +282,19 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
         errorLoggedNanos = now;
         ctx.getLog().error("[{}] outbox relay cannot publish the records of journal {} for {} s ({} failed rounds): {}. "
             + "Later outbox records of this partition wait behind it. Fix the cause (the outbox topic's existence, "
-            + "max.message.bytes, ACLs; producer-kafka-clients) and the relay goes on by itself; retrying in {} ms",
-            partition.shortName(), topics, failingFor / 1_000_000_000, failures, what, delay.toMillis());
+            + "max.message.bytes, ACLs; outbox.producer-kafka-clients) and the relay goes on by itself; retrying in {} ms",
+            partition.shortName(), topics, failingFor / 1_000_000_000, failures, withoutFinalPeriod(what),
+            delay.toMillis());
       }
     } else {
       ctx.getLog().warn("[{}] outbox relay round from journal {} failed, retrying in {} ms, one record at a time: {}",
           partition.shortName(), topics, delay.toMillis(), what);
     }
     timers.startSingleTimer(RETRY, Wake.INSTANCE, delay);
+  }
+
+  /** Kafka's messages end with a period; the log line goes on after it. */
+  private static String withoutFinalPeriod(String message) {
+    return message.endsWith(".") ? message.substring(0, message.length() - 1) : message;
   }
 }

@@ -1,8 +1,11 @@
 package io.fencepost.tools;
 
+import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.TreeMap;
+
+import io.fencepost.errors.SettingsException;
 
 /**
  * The {@code fencepost} command line: {@code java -jar tools/target/fencepost.jar <command>}.
@@ -33,8 +36,27 @@ public final class Main {
   private Main() {
   }
 
-  public static void main(String[] args) throws Exception {
-    System.exit(run(args));
+  public static void main(String[] args) {
+    System.exit(runReporting(args, System.err));
+  }
+
+  /**
+   * {@link #run}, with a command's failure reported on {@code err} and exit code 1: a command that
+   * failed after starting threads (an actor system, a Kafka client) must still end the process. A
+   * refused setting or argument is one line (it names the key or input and the fix); anything else
+   * comes with its stack trace.
+   */
+  static int runReporting(String[] args, PrintStream err) {
+    try {
+      return run(args);
+    } catch (SettingsException | IllegalArgumentException e) {
+      err.println("fencepost " + args[0] + ": " + e.getMessage());
+      return 1;
+    } catch (Exception | Error e) {
+      err.println("fencepost " + (args.length > 0 ? args[0] : "") + " failed: " + e);
+      e.printStackTrace(err);
+      return 1;
+    }
   }
 
   static int run(String[] args) throws Exception {
