@@ -1,12 +1,12 @@
 package io.fencepost.kafka;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.pattern.Patterns;
 
 /**
  * The one backoff policy of a pipeline: exponential from {@code min} by {@code multiplier}, capped
@@ -22,8 +22,31 @@ record Backoff(Duration min, Duration max, double multiplier) {
     return Duration.ofMillis(Math.min(max.toMillis(), capped + jitter));
   }
 
-  /** Runs {@code next} after {@code delay} on the system's scheduler. */
+  /**
+   * Runs {@code next} after {@code delay} on the system's scheduler; completes as the stage it returns
+   * does, with a null value too. (Pekko's {@code Patterns.after} never completes when that stage
+   * completes with null, as every {@code CompletionStage<Void>} does: a retried dead-letter publication
+   * that then succeeded held its partition forever.)
+   */
   static <T> CompletionStage<T> after(ActorSystem<?> system, Duration delay, Supplier<CompletionStage<T>> next) {
-    return Patterns.after(delay, system.classicSystem().scheduler(), system.executionContext(), next::get);
+    CompletableFuture<T> result = new CompletableFuture<>();
+    try {
+      system.scheduler().scheduleOnce(delay, () -> {
+        try {
+          next.get().whenComplete((value, error) -> {
+            if (error != null) {
+              result.completeExceptionally(error);
+            } else {
+              result.complete(value);
+            }
+          });
+        } catch (RuntimeException e) {
+          result.completeExceptionally(e);
+        }
+      }, system.executionContext());
+    } catch (IllegalStateException e) {
+      result.completeExceptionally(e);   // the scheduler refuses: the system is shutting down
+    }
+    return result;
   }
 }

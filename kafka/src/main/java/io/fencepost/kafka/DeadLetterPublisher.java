@@ -10,13 +10,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import io.fencepost.DeadLetter;
 import io.fencepost.PartitionId;
 import io.fencepost.kafka.internal.DeadLetterHeaders;
 import io.fencepost.kafka.internal.PipelineMetrics;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RecordTooLargeException;
@@ -37,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * by hand with a smaller limit) is published without its value, with the header
  * {@value DeadLetterHeaders#VALUE_OMITTED}, and logged at ERROR: the partition goes on. Any other
  * failure is retried with backoff, at ERROR and on {@code fencepost.dead-letter.failures} from
- * {@value #ERROR_AFTER_ATTEMPTS} attempts on.
+ * {@value #ERROR_AFTER_ATTEMPTS} attempts on; a send not settled within the producer's
+ * {@code delivery.timeout.ms} (plus 5 s), and every {@value #REBUILD_EVERY}th failed attempt in a row,
+ * replace the producer ({@link HealingProducer}), so that the partition goes on once the cause is gone.
  */
 final class DeadLetterPublisher {
 
@@ -45,6 +48,8 @@ final class DeadLetterPublisher {
   /** Room for the headers a dead letter adds on top of the original record. */
   static final int HEADER_ROOM = 16 * 1024;
   static final int ERROR_AFTER_ATTEMPTS = 10;
+  /** Every this many failed attempts in a row, the producer is replaced (it may be wedged without saying so). */
+  private static final int REBUILD_EVERY = 5;
   private static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
   private static final long KAFKA_DEFAULT_BUFFER_MEMORY = 33_554_432;
 
@@ -54,7 +59,8 @@ final class DeadLetterPublisher {
   private final Backoff backoff;
   private final Map<String, Integer> partitions = new ConcurrentHashMap<>();
   private volatile int largestSourceRecord;
-  private Producer<byte[], byte[]> producer;
+  /** Created at start; replaced when it wedges. */
+  private HealingProducer producers;
   private boolean closed;
   private final KafkaClients clients;
 
@@ -83,14 +89,14 @@ final class DeadLetterPublisher {
 
   /** Creates the producer (sized by {@link #knowLargestSourceRecord}): called at start, so bad properties fail it. */
   void start() {
-    producer();
+    producers();
   }
 
-  private synchronized Producer<byte[], byte[]> producer() {
+  private synchronized HealingProducer producers() {
     if (closed) {
       throw new IllegalStateException("[" + settings.name() + "] the dead-letter producer is closed");
     }
-    if (producer == null) {
+    if (producers == null) {
       String key = "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients";
       Properties p = ClientProperties.producer(system, settings, settings.deadLetter().producer(), key);
       if (!p.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)) {
@@ -101,9 +107,9 @@ final class DeadLetterPublisher {
           p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, Long.toString(Math.max(KAFKA_DEFAULT_BUFFER_MEMORY, 2L * size)));
         }
       }
-      producer = clients.producer(p);
+      producers = new HealingProducer(settings.name(), "dead-letter", p, () -> clients.producer(p));
     }
-    return producer;
+    return producers;
   }
 
   /**
@@ -117,16 +123,18 @@ final class DeadLetterPublisher {
 
   private CompletionStage<Void> publish(PartitionId id, PartitionProgress progress,
       Map<Long, ConsumerRecord<byte[], byte[]>> raw, List<DeadLetter> letters, int attempt) {
+    HealingProducer producers = producers();
+    HealingProducer.Handle handle = producers.current();
     List<CompletableFuture<Void>> acks = new ArrayList<>();
     for (DeadLetter d : letters) {
-      acks.add(send(id, raw.get(d.offset()), d, false).exceptionallyCompose(e -> {
+      acks.add(send(handle, producers.ackTimeout(), id, raw.get(d.offset()), d, false).exceptionallyCompose(e -> {
         Throwable cause = unwrap(e);
         if (!(cause instanceof RecordTooLargeException)) {
           return CompletableFuture.failedFuture(cause);
         }
         ConsumerRecord<byte[], byte[]> r = raw.get(d.offset());
         metrics.deadLetterFailed(id, cause);
-        return send(id, r, d, true).thenRun(() -> log.error("[{}] the dead letter of offset [{}] ({} bytes of value) "
+        return send(handle, producers.ackTimeout(), id, r, d, true).thenRun(() -> log.error("[{}] the dead letter of offset [{}] ({} bytes of value) "
             + "is larger than the dead-letter topic [{}] or its producer accepts ({}): published without its value, "
             + "header {} = its size; the record stays at that offset while the topic retains it. Raise "
             + "max.message.bytes of [{}] and, if set, max.request.size in "
@@ -141,15 +149,22 @@ final class DeadLetterPublisher {
       }
       // Never move past a record whose dead letter is not durable: retry the publication.
       Throwable cause = unwrap(e);
+      boolean unsettled = cause instanceof TimeoutException;
+      String what = unsettled ? "no acknowledgement within " + producers.ackTimeout().toSeconds()
+          + " s (a wedged producer)" : withoutFinalPeriod(cause.toString());
       metrics.deadLetterFailed(id, cause);
+      if (unsettled || (attempt + 1) % REBUILD_EVERY == 0) {
+        producers.rebuild(handle, "[" + id.shortName() + "] publishing dead letters: " + what);
+      }
       Duration delay = backoff.delay(attempt);
       if (attempt + 1 >= ERROR_AFTER_ATTEMPTS && (attempt + 1) % ERROR_AFTER_ATTEMPTS == 0) {
         log.error("[{}] publishing {} dead letter(s) has failed {} times; the partition waits for them (nothing is "
-            + "skipped). Check the dead-letter topic [{}] (its existence, ACLs, the broker): {}; retrying in {} ms",
-            id.shortName(), letters.size(), attempt + 1, topics(raw, letters), cause.toString(), delay.toMillis());
+            + "skipped). Check the dead-letter topic {} (its existence, max.message.bytes, ACLs, the broker): {}; "
+            + "retrying in {} ms", id.shortName(), letters.size(), attempt + 1, topics(raw, letters), what,
+            delay.toMillis());
       } else {
         log.warn("[{}] publishing {} dead letter(s) failed, retrying in {} ms: {}", id.shortName(), letters.size(),
-            delay.toMillis(), cause.toString());
+            delay.toMillis(), what);
       }
       return Backoff.after(system, delay, () -> publish(id, progress, raw, letters, attempt + 1));
     }).thenCompose(f -> f);
@@ -163,8 +178,9 @@ final class DeadLetterPublisher {
     return letters.stream().map(d -> settings.deadLetter().topicFor(raw.get(d.offset()).topic())).distinct().toList();
   }
 
-  private CompletableFuture<Void> send(PartitionId id, ConsumerRecord<byte[], byte[]> r, DeadLetter d,
-      boolean omitValue) {
+  /** Sends one dead letter; fails with a {@link TimeoutException} when not settled within {@code ackTimeout}. */
+  private CompletableFuture<Void> send(HealingProducer.Handle handle, Duration ackTimeout, PartitionId id,
+      ConsumerRecord<byte[], byte[]> r, DeadLetter d, boolean omitValue) {
     String dlt = settings.deadLetter().topicFor(r.topic());
     ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(dlt, r.partition() % partitions.getOrDefault(dlt, 1),
         r.key(), omitValue ? null : r.value());
@@ -179,7 +195,7 @@ final class DeadLetterPublisher {
     }
     CompletableFuture<Void> ack = new CompletableFuture<>();
     try {
-      producer().send(out, (md, e) -> {
+      handle.producer().send(out, (md, e) -> {
         if (e == null) {
           ack.complete(null);
         } else {
@@ -189,13 +205,18 @@ final class DeadLetterPublisher {
     } catch (RuntimeException e) {
       ack.completeExceptionally(e);
     }
-    return ack;
+    return ack.orTimeout(ackTimeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** Kafka's messages end with a period; the log line goes on after it. */
+  private static String withoutFinalPeriod(String message) {
+    return message.endsWith(".") ? message.substring(0, message.length() - 1) : message;
   }
 
   synchronized void close(Duration timeout) {
     closed = true;
-    if (producer != null) {
-      producer.close(timeout);
+    if (producers != null) {
+      producers.close(timeout);
     }
   }
 }

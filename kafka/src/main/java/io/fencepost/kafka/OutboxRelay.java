@@ -58,7 +58,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * entry before it too), {@code acked} how many records of the entry after it were (in order).
    */
   record RoundDone(long round, long upTo, int acked, int published, Throwable failure, boolean sending,
-      RelayProducer.Handle producer) implements Command {
+      HealingProducer.Handle producer) implements Command {
   }
 
   private static final Object TIMER = "poll";
@@ -71,7 +71,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final TimerScheduler<Command> timers;
   private final PartitionId partition;
   private final OutboxSettings settings;
-  private final RelayProducer producers;
+  private final HealingProducer producers;
   private final Backoff backoff;
   private final CurrentEventsByPersistenceIdQuery journal;
   private final Executor blocking;
@@ -100,7 +100,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final AtomicLong failing;
 
   private OutboxRelay(ActorContext<Command> ctx, TimerScheduler<Command> timers, PartitionId partition,
-      OutboxSettings settings, RelayProducer producers, Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
+      OutboxSettings settings, HealingProducer producers, Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
     super(PersistenceId.ofUniqueId(OutboxRecord.relayPersistenceId(partition.persistenceId())));
     this.ticker = ticker;
     this.storedAtNanos = ticker.nanoTime();
@@ -126,7 +126,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * stored position and publishes from there again. A failed round is retried after {@code backoff}
    * (growing with each failure), one record at a time until a round succeeds.
    */
-  static Behavior<Command> create(PartitionId partition, OutboxSettings settings, RelayProducer producers,
+  static Behavior<Command> create(PartitionId partition, OutboxSettings settings, HealingProducer producers,
       Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
     Behavior<Command> relay = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new OutboxRelay(ctx, timers,
         partition, settings, producers, backoff, stopRequested, ticker)));
@@ -187,7 +187,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     long from = publishedUpTo + 1;
     int skip = ackedInNext;
     boolean careful = failures > 0;
-    RelayProducer.Handle producer = producers.current();
+    HealingProducer.Handle producer = producers.current();
     long id = ++round;
     roundStartedNanos = ticker.nanoTime();
     CompletableFuture<RoundDone> running = CompletableFuture.supplyAsync(() -> new RelayRound(ctx.getSystem(),

@@ -22,7 +22,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
-  private final RelayProducer producer;
+  private final HealingProducer producer;
   private final Backoff backoff;
   private final Map<PartitionId, Running> relays = new ConcurrentHashMap<>();
 
@@ -40,7 +40,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
     if (settings.outbox().enabled()) {
       Properties properties = ClientProperties.producer(system, settings, settings.outbox().producer(),
           "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients");
-      this.producer = new RelayProducer(settings.name(), properties,
+      this.producer = new HealingProducer(settings.name(), "outbox", properties,
           () -> clients.producer(properties));
     } else {
       this.producer = null;

@@ -33,13 +33,13 @@ final class RelayRound {
   private final ActorSystem<?> system;
   private final PartitionId partition;
   private final OutboxSettings settings;
-  private final RelayProducer producers;
+  private final HealingProducer producers;
   private final CurrentEventsByPersistenceIdQuery journal;
   private final long id;
   private final long from;
   private final int skip;
   private final boolean careful;
-  private final RelayProducer.Handle handle;
+  private final HealingProducer.Handle handle;
   private final String pid;
   private long upTo;
   private int acked;
@@ -47,9 +47,9 @@ final class RelayRound {
   /** Past the journal read: a failure from here on is the producer's. */
   private boolean sending;
 
-  RelayRound(ActorSystem<?> system, PartitionId partition, OutboxSettings settings, RelayProducer producers,
+  RelayRound(ActorSystem<?> system, PartitionId partition, OutboxSettings settings, HealingProducer producers,
       CurrentEventsByPersistenceIdQuery journal, long id, long from, int skip, boolean careful,
-      RelayProducer.Handle handle) {
+      HealingProducer.Handle handle) {
     this.system = system;
     this.partition = partition;
     this.settings = settings;
@@ -135,7 +135,7 @@ final class RelayRound {
     published++;
   }
 
-  private static ProducerRecord<byte[], byte[]> toKafka(RelayProducer.Handle handle, OutboxRecord r, String id) {
+  private static ProducerRecord<byte[], byte[]> toKafka(HealingProducer.Handle handle, OutboxRecord r, String id) {
     byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
     byte[] key = r.key().map(k -> k.getBytes(StandardCharsets.UTF_8)).orElse(null);
     // Without a key, pick the partition from the id: every copy of the record lands in the same

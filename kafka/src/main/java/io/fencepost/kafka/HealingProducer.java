@@ -10,18 +10,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The producer this node's outbox relays share, rebuilt when a relay's round fails. A producer can
- * wedge for good: kafka-clients 3.9 splits a batch the broker refuses as too large again and again
- * (KAFKA-8350), and the chain of futures this builds can overflow the stack of its network thread,
- * which then dies; every later send waits forever. A new producer (new producer id, fresh sequence
- * numbers, a live thread) is the one cure that needs no restart. Relays share one producer, so a
- * rebuild names the generation it saw fail: the relays that failed on the same one rebuild it once,
- * and a relay whose round failed because another replaced the producer under it does not count
- * that as a failure of its own.
+ * A producer that is replaced when it wedges: the one the outbox relays of this node share, and the
+ * dead-letter publisher's. A producer can wedge for good: kafka-clients 3.9 splits a batch the broker
+ * refuses as too large again and again (KAFKA-8350), and the chain of futures this builds can overflow
+ * the stack of its network thread, which then dies; every later send then waits forever. A new
+ * producer (new producer id, fresh sequence numbers, a live thread) is the one cure that needs no
+ * restart. A send not settled within {@link #ackTimeout()} marks a wedged producer. Users share one
+ * producer, so a rebuild names the generation it saw fail: the users that failed on the same one
+ * rebuild it once, and a user whose send failed because another replaced the producer under it does
+ * not count that as a failure of its own.
  */
-final class RelayProducer {
+final class HealingProducer {
 
-  private static final Logger log = LoggerFactory.getLogger(RelayProducer.class);
+  private static final Logger log = LoggerFactory.getLogger(HealingProducer.class);
   private static final long DEFAULT_DELIVERY_TIMEOUT_MS = 120_000;
 
   /** A producer and its generation. */
@@ -29,13 +30,16 @@ final class RelayProducer {
   }
 
   private final String pipeline;
+  /** Whose producer it is, for the log: "outbox" or "dead-letter". */
+  private final String role;
   private final Supplier<Producer<byte[], byte[]>> factory;
   private final Duration ackTimeout;
   private Handle current;
   private boolean closed;
 
-  RelayProducer(String pipeline, Properties properties, Supplier<Producer<byte[], byte[]>> factory) {
+  HealingProducer(String pipeline, String role, Properties properties, Supplier<Producer<byte[], byte[]>> factory) {
     this.pipeline = pipeline;
+    this.role = role;
     this.factory = factory;
     Object delivery = properties.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
     long deliveryMs = delivery == null ? DEFAULT_DELIVERY_TIMEOUT_MS : Long.parseLong(delivery.toString());
@@ -45,21 +49,21 @@ final class RelayProducer {
     this.current = new Handle(factory.get(), 1);
   }
 
-  /** How long a relay waits for a send to be settled before it takes the producer as wedged. */
+  /** How long a send may wait to be settled before its producer is taken as wedged. */
   Duration ackTimeout() {
     return ackTimeout;
   }
 
   synchronized Handle current() {
     if (closed) {
-      throw new IllegalStateException("[" + pipeline + "] the outbox producer is closed");
+      throw new IllegalStateException("[" + pipeline + "] the " + role + " producer is closed");
     }
     return current;
   }
 
   /**
    * Replaces the producer of {@code failed}'s generation (once: a later call naming it does nothing).
-   * The old one is closed at once: its unsettled sends fail, and the relays send them again.
+   * The old one is closed at once: its unsettled sends fail, and their users send them again.
    */
   synchronized void rebuild(Handle failed, String why) {
     if (closed || failed.generation() != current.generation()) {
@@ -67,8 +71,7 @@ final class RelayProducer {
     }
     Producer<byte[], byte[]> old = current.producer();
     current = new Handle(factory.get(), current.generation() + 1);
-    log.info("[{}] outbox producer replaced by generation {} after a failed round: {}", pipeline, current.generation(),
-        why);
+    log.info("[{}] {} producer replaced by generation {}: {}", pipeline, role, current.generation(), why);
     closeQuietly(old, Duration.ZERO);
   }
 
@@ -81,7 +84,7 @@ final class RelayProducer {
     try {
       producer.close(timeout);
     } catch (RuntimeException e) {
-      log.warn("[{}] closing an outbox producer failed: {}", pipeline, e.toString());
+      log.warn("[{}] closing a {} producer failed: {}", pipeline, role, e.toString());
     }
   }
 }
