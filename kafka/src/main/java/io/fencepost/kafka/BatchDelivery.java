@@ -111,6 +111,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
       return CompletableFuture.completedFuture(OptionalLong.empty());
     }
     progress.highestDelivered = work.last;
+    progress.inFlightActivityNanos = ticker.nanoTime();
     progress.inFlight = true;
     return deadLetters.publish(id, progress, work.raw, work.deadLetters)
         .thenCompose(v -> applyUntilDone(work, 0))
@@ -127,6 +128,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
   private void retried(BatchWork work, String reason, String message) {
     work.progress.retries.incrementAndGet();
     work.progress.lastError = message;
+    work.progress.inFlightActivityNanos = ticker.nanoTime();
     metrics.retried(work.id, reason);
   }
 

@@ -63,13 +63,28 @@ final class DeadLetterPublisher {
   private HealingProducer producers;
   private boolean closed;
   private final KafkaClients clients;
+  private final Ticker ticker;
+  private final Duration ackTimeout;
 
-  DeadLetterPublisher(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients) {
+  DeadLetterPublisher(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients, Ticker ticker) {
     this.system = system;
+    this.ticker = ticker;
     this.clients = clients;
     this.settings = settings;
     this.metrics = new PipelineMetrics(system);
     this.backoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2);
+    this.ackTimeout = HealingProducer.ackTimeout(properties());
+  }
+
+  /** The longest a dead-letter send waits for its acknowledgement (then its producer is taken as wedged). */
+  Duration ackTimeout() {
+    return ackTimeout;
+  }
+
+  /** The producer's properties: the pipeline's and Pekko's, validated (a refused one names its key). */
+  private Properties properties() {
+    String key = "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients";
+    return ClientProperties.producer(system, settings, settings.deadLetter().producer(), key);
   }
 
   /** The partition count of a dead-letter topic, checked at start. */
@@ -97,8 +112,7 @@ final class DeadLetterPublisher {
       throw new IllegalStateException("[" + settings.name() + "] the dead-letter producer is closed");
     }
     if (producers == null) {
-      String key = "fencepost.pipelines." + settings.name() + ".dead-letter.producer-kafka-clients";
-      Properties p = ClientProperties.producer(system, settings, settings.deadLetter().producer(), key);
+      Properties p = properties();
       if (!p.containsKey(ProducerConfig.MAX_REQUEST_SIZE_CONFIG)) {
         int size = Math.max(KAFKA_DEFAULT_MAX_REQUEST_SIZE, deadLetterTopicMaxMessageBytes(largestSourceRecord));
         p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(size));
@@ -153,6 +167,8 @@ final class DeadLetterPublisher {
       String what = unsettled ? "no acknowledgement within " + producers.ackTimeout().toSeconds()
           + " s (a wedged producer)" : withoutFinalPeriod(cause.toString());
       metrics.deadLetterFailed(id, cause);
+      progress.lastError = "publishing dead letters: " + what;
+      progress.inFlightActivityNanos = ticker.nanoTime();
       if (unsettled || (attempt + 1) % REBUILD_EVERY == 0) {
         producers.rebuild(handle, "[" + id.shortName() + "] publishing dead letters: " + what);
       }

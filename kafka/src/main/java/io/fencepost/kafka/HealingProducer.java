@@ -41,12 +41,19 @@ final class HealingProducer {
     this.pipeline = pipeline;
     this.role = role;
     this.factory = factory;
-    Object delivery = properties.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
-    long deliveryMs = delivery == null ? DEFAULT_DELIVERY_TIMEOUT_MS : Long.parseLong(delivery.toString());
-    // The producer settles every send within delivery.timeout.ms while its thread lives; a send not
-    // settled some seconds later means the producer is wedged.
-    this.ackTimeout = Duration.ofMillis(deliveryMs).plusSeconds(5);
+    this.ackTimeout = ackTimeout(properties);
     this.current = new Handle(factory.get(), 1);
+  }
+
+  /**
+   * How long a send of a producer with {@code properties} may wait to be settled before the producer
+   * is taken as wedged: the producer settles every send within delivery.timeout.ms while its thread
+   * lives, so a send not settled some seconds later means it is wedged.
+   */
+  static Duration ackTimeout(Properties properties) {
+    Object delivery = properties.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
+    long deliveryMs = delivery == null ? DEFAULT_DELIVERY_TIMEOUT_MS : Long.parseLong(delivery.toString().trim());
+    return Duration.ofMillis(deliveryMs).plusSeconds(5);
   }
 
   /** How long a send may wait to be settled before its producer is taken as wedged. */

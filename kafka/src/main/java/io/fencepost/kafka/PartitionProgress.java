@@ -16,7 +16,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       {@code haltHandled}, {@code busySinceNanos}, and at the seek {@code knownNextOffset},
  *       {@code highestDelivered}, {@code lastProgressNanos}; {@code buffered} up;</li>
  *   <li>the partition's stream, one batch at a time ({@link BatchDelivery}, {@link Assignments}'s
- *       after-batch): {@code inFlight}, {@code retries}, {@code lastError}, and after each batch
+ *       after-batch): {@code inFlight}, {@code inFlightActivityNanos}, {@code retries}, {@code lastError}
+ *       (with {@link DeadLetterPublisher}, inside the batch), and after each batch
  *       {@code knownNextOffset}, {@code highestDelivered}, {@code lastProgressNanos}; {@code buffered}
  *       down. The seek happens before the stream starts and after the previous one ended, so the two
  *       writers of those three fields never overlap;</li>
@@ -39,6 +40,8 @@ final class PartitionProgress {
   /** Set once the partition seeked to its stored offset and its stream runs. */
   volatile boolean flowing;
   volatile boolean inFlight;
+  /** When the batch in flight was sent, or last retried (a resend, a dead-letter publication again). */
+  volatile long inFlightActivityNanos;
   volatile long lastProgressNanos;
   final long assignedNanos;
   /** Records polled for this assignment and not yet through their batch. */
@@ -92,6 +95,14 @@ final class PartitionProgress {
     }
     boolean busy = inFlight || buffered.get() > 0;
     return busy ? nowNanos - Math.max(lastProgressNanos, busySinceNanos) : 0;
+  }
+
+  /**
+   * How long the batch in flight has gone without a reply, a retry or a failure (0 with none in
+   * flight): a delivery that hangs, which no retry loop will end.
+   */
+  long silentInFlightNanos(long nowNanos) {
+    return inFlight ? nowNanos - inFlightActivityNanos : 0;
   }
 
   /**

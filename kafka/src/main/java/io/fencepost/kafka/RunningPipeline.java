@@ -73,7 +73,7 @@ final class RunningPipeline<V> implements Pipeline {
     this.self = system.address();
     this.admin = KafkaClients.REAL.admin(clients.admin());
     this.logProbe = new LogProbe(KafkaClients.REAL.consumer(clients.probe()));
-    this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL);
+    this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL, Ticker.SYSTEM);
     this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, Ticker.SYSTEM);
     this.targets = new SeekTargets(system, settings, host, admin);
     BatchDelivery.StreamControl control = new BatchDelivery.StreamControl() {
@@ -94,8 +94,21 @@ final class RunningPipeline<V> implements Pipeline {
     this.journal = new JournalLiveness(system, settings, Ticker.SYSTEM);
     this.topicChecks = new TopicChecks(settings, admin, consumerProperties, deadLetters);
     this.watchdog = new StallWatchdog(system, settings, admin, consumerProperties, ownership, journal,
-        () -> stopped != null, Ticker.SYSTEM);
+        () -> stopped != null, silentAfter(settings, deadLetters.ackTimeout()), Ticker.SYSTEM);
     this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, Ticker.SYSTEM);
+  }
+
+  /**
+   * How long a batch in flight may go without a reply, retry or failure before the watchdog takes it as
+   * hung: longer than any wait of a delivery, and than twice stall-timeout, by stall-timeout.
+   */
+  static Duration silentAfter(PipelineSettings settings, Duration deadLetterAckTimeout) {
+    Duration longest = settings.stallTimeout().multipliedBy(2);
+    for (Duration wait : List.of(settings.askTimeout().plus(settings.retryBackoff().max()),
+        settings.handlerRetry().max(), deadLetterAckTimeout)) {
+      longest = wait.compareTo(longest) > 0 ? wait : longest;
+    }
+    return longest.plus(settings.stallTimeout());
   }
 
   private PartitionOwnership ownership() {

@@ -35,12 +35,16 @@ final class StallWatchdog {
   private final BooleanSupplier stopping;
   private final StallRestarts stallRestarts;
   private final Ticker ticker;
+  /** How long a batch in flight may go without a reply, retry or failure before it is taken as hung. */
+  private final Duration silentAfter;
   /** Log-end reads that failed in a row (logged at the first and every 20th). */
   private final AtomicInteger endsUnknown = new AtomicInteger();
   private volatile Cancellable timer;
 
   StallWatchdog(ActorSystem<?> system, PipelineSettings settings, Admin admin, Map<String, Object> consumerProperties,
-      PartitionOwnership ownership, JournalLiveness journal, BooleanSupplier stopping, Ticker ticker) {
+      PartitionOwnership ownership, JournalLiveness journal, BooleanSupplier stopping, Duration silentAfter,
+      Ticker ticker) {
+    this.silentAfter = silentAfter;
     this.system = system;
     this.ticker = ticker;
     this.settings = settings;
@@ -76,6 +80,7 @@ final class StallWatchdog {
     if (stopping.getAsBoolean()) {
       return;
     }
+    checkSilentBatches();
     Map<TopicPartition, OffsetSpec> all = new HashMap<>();
     Map<TopicPartition, PartitionProgress> progressOf = new HashMap<>();
     ownership.assigned().forEach((id, progress) -> {
@@ -115,6 +120,26 @@ final class StallWatchdog {
             + " at this place (a transaction marker past the last record also looks like this)" : ""));
       }
     }));
+  }
+
+  /**
+   * A batch in flight that has had no reply, retry or failure for {@code silentAfter} hangs: every
+   * wait of a delivery is bounded (ask-timeout, the backoffs, the dead-letter producer's acknowledgement
+   * timeout) and shorter, and every retry is stamped, so this is a bug, and no retry loop will end it. The partition is started
+   * afresh from its actor's stored offset (its new stream starts once the hung one is given up on,
+   * and the journal refuses any batch that would skip or repeat an offset).
+   */
+  private void checkSilentBatches() {
+    long now = ticker.nanoTime();
+    ownership.assigned().forEach((id, progress) -> {
+      long silent = progress.silentInFlightNanos(now);
+      if (progress.flowing && progress.halted == null && silent > silentAfter.toNanos()) {
+        log.error("[{}] its batch in flight has had no reply, retry or failure for {} s (a delivery that hangs: "
+            + "please report it with this log); last error: [{}]", id.shortName(), silent / 1_000_000_000,
+            progress.lastError);
+        ownership.restart(id, progress, "a batch in flight silent for " + silent / 1_000_000_000 + " s");
+      }
+    });
   }
 
   private PartitionId partitionId(TopicPartition tp) {

@@ -64,6 +64,17 @@ class PartitionProgressTest {
   }
 
   @Test
+  void aBatchInFlightIsSilentSinceItWasSentOrLastRetried() {
+    PartitionProgress p = flowing();
+    assertEquals(0, p.silentInFlightNanos(500 * S), "nothing in flight");
+    p.inFlightActivityNanos = 100 * S;
+    p.inFlight = true;
+    assertEquals(400 * S, p.silentInFlightNanos(500 * S));
+    p.inFlightActivityNanos = 450 * S;   // retried at 450 s
+    assertEquals(50 * S, p.silentInFlightNanos(500 * S));
+  }
+
+  @Test
   void lagIsLogEndLessStoredNextOffsetOnceBothAreKnown() {
     PartitionProgress p = new PartitionProgress(0);
     assertTrue(Double.isNaN(p.lag()), "neither known");

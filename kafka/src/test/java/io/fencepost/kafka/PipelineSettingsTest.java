@@ -39,6 +39,19 @@ class PipelineSettingsTest {
     assertEquals(Duration.ofSeconds(1), s.outbox().storePositionEvery());
   }
 
+  @Test
+  void aBatchInFlightIsTakenAsHungOnlyAfterTheLongestWaitOfADeliveryAndAStallTimeoutMore() {
+    PipelineSettings s = PipelineSettings.create(with(VALID), "ledger");
+    assertEquals(Duration.ofSeconds(60), s.stallTimeout());
+    assertEquals(Duration.ofSeconds(185), RunningPipeline.silentAfter(s, Duration.ofSeconds(125)),
+        "the dead-letter producer's acknowledgement timeout (delivery.timeout.ms 120 s + 5 s), plus stall-timeout");
+    assertEquals(Duration.ofSeconds(180), RunningPipeline.silentAfter(s, Duration.ofSeconds(35)),
+        "twice stall-timeout, plus stall-timeout");
+    PipelineSettings slowAsk = s.withAskTimeout(Duration.ofMinutes(5));
+    assertEquals(Duration.ofSeconds(300 + 10 + 60), RunningPipeline.silentAfter(slowAsk, Duration.ofSeconds(35)),
+        "ask-timeout and a resend's backoff, plus stall-timeout");
+  }
+
   @ParameterizedTest
   @CsvSource(delimiter = '|', value = {
       "fencepost.pipelines.ledger.kafka-clients.\"enable.auto.commit\" = true | fencepost.pipelines.ledger.kafka-clients.enable.auto.commit | at-most-once in disguise",
