@@ -100,7 +100,7 @@ public final class LedgerNode implements AutoCloseable {
     }
     try {
       return new LedgerNode(system, startPipeline(system, bootstrap, topic, group, outboxTopic));
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       system.terminate();   // a node that cannot start leaves no actor system (and no threads) behind
       throw e;
     }

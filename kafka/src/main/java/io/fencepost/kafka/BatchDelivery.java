@@ -147,6 +147,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
             work.coveredFrom, replyTo),
         settings.askTimeout(), system.scheduler()));
     return reply.handle((outcome, error) -> {
+      work.progress.inFlightActivityNanos = ticker.nanoTime();   // an answer, or a timeout: not silent
       if (outcome != null) {
         work.unanswered = 0;
       }

@@ -6,10 +6,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -52,6 +54,7 @@ final class DeadLetterPublisher {
   private static final int REBUILD_EVERY = 5;
   private static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
   private static final long KAFKA_DEFAULT_BUFFER_MEMORY = 33_554_432;
+  private static final long KAFKA_DEFAULT_MAX_BLOCK_MS = 60_000;
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
@@ -64,7 +67,7 @@ final class DeadLetterPublisher {
   private boolean closed;
   private final KafkaClients clients;
   private final Ticker ticker;
-  private final Duration ackTimeout;
+  private final Duration longestWait;
 
   DeadLetterPublisher(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients, Ticker ticker) {
     this.system = system;
@@ -73,12 +76,19 @@ final class DeadLetterPublisher {
     this.settings = settings;
     this.metrics = new PipelineMetrics(system);
     this.backoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2);
-    this.ackTimeout = HealingProducer.ackTimeout(properties());
+    Properties p = properties();
+    Object maxBlock = p.get(ProducerConfig.MAX_BLOCK_MS_CONFIG);
+    this.longestWait = HealingProducer.ackTimeout(p).plusMillis(maxBlock == null ? KAFKA_DEFAULT_MAX_BLOCK_MS
+        : Long.parseLong(maxBlock.toString().trim()));
   }
 
-  /** The longest a dead-letter send waits for its acknowledgement (then its producer is taken as wedged). */
-  Duration ackTimeout() {
-    return ackTimeout;
+  /**
+   * The longest one attempt to publish dead letters waits without a result: a send may block for
+   * {@code max.block.ms} (the topic's metadata), then wait for its acknowledgement until its producer
+   * is taken as wedged.
+   */
+  Duration longestWait() {
+    return longestWait;
   }
 
   /** The producer's properties: the pipeline's and Pekko's, validated (a refused one names its key). */
@@ -137,11 +147,18 @@ final class DeadLetterPublisher {
 
   private CompletionStage<Void> publish(PartitionId id, PartitionProgress progress,
       Map<Long, ConsumerRecord<byte[], byte[]>> raw, List<DeadLetter> letters, int attempt) {
+    if (letters.isEmpty()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    progress.inFlightActivityNanos = ticker.nanoTime();
     HealingProducer producers = producers();
     HealingProducer.Handle handle = producers.current();
+    // Continuations run on the system's dispatcher, never on the producer's network thread (its
+    // callbacks) or on the JDK's timer thread (orTimeout): both must stay free.
+    Executor executor = system.executionContext();
     List<CompletableFuture<Void>> acks = new ArrayList<>();
     for (DeadLetter d : letters) {
-      acks.add(send(handle, producers.ackTimeout(), id, raw.get(d.offset()), d, false).exceptionallyCompose(e -> {
+      acks.add(send(handle, producers.ackTimeout(), id, raw.get(d.offset()), d, false).exceptionallyComposeAsync(e -> {
         Throwable cause = unwrap(e);
         if (!(cause instanceof RecordTooLargeException)) {
           return CompletableFuture.failedFuture(cause);
@@ -155,15 +172,20 @@ final class DeadLetterPublisher {
             + "fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(), d.offset(),
             r.value() == null ? 0 : r.value().length, settings.deadLetter().topicFor(r.topic()), cause.getMessage(),
             DeadLetterHeaders.VALUE_OMITTED, settings.deadLetter().topicFor(r.topic()), settings.name()));
-      }));
+      }, executor));
     }
-    return CompletableFuture.allOf(acks.toArray(new CompletableFuture[0])).handle((v, e) -> {
+    return CompletableFuture.allOf(acks.toArray(new CompletableFuture[0])).handleAsync((v, e) -> {
+      progress.inFlightActivityNanos = ticker.nanoTime();
       if (e == null || progress.revoked) {
         return CompletableFuture.<Void>completedFuture(null);
       }
       // Never move past a record whose dead letter is not durable: retry the publication.
       Throwable cause = unwrap(e);
-      boolean unsettled = cause instanceof TimeoutException;
+      if (handle.generation() != producers.generation()) {
+        // Another partition replaced the producer under these sends: not a failure of this partition's.
+        return Backoff.after(system, settings.retryBackoff().min(), () -> publish(id, progress, raw, letters, attempt));
+      }
+      boolean unsettled = acks.stream().anyMatch(DeadLetterPublisher::unsettled);
       String what = unsettled ? "no acknowledgement within " + producers.ackTimeout().toSeconds()
           + " s (a wedged producer)" : withoutFinalPeriod(cause.toString());
       metrics.deadLetterFailed(id, cause);
@@ -183,7 +205,19 @@ final class DeadLetterPublisher {
             delay.toMillis(), what);
       }
       return Backoff.after(system, delay, () -> publish(id, progress, raw, letters, attempt + 1));
-    }).thenCompose(f -> f);
+    }, executor).thenCompose(f -> f);
+  }
+
+  /** Whether {@code ack} failed for want of an acknowledgement within the producer's ack timeout. */
+  private static boolean unsettled(CompletableFuture<Void> ack) {
+    try {
+      ack.getNow(null);
+      return false;
+    } catch (CompletionException e) {
+      return unwrap(e) instanceof TimeoutException;
+    } catch (CancellationException e) {
+      return false;
+    }
   }
 
   private static Throwable unwrap(Throwable e) {

@@ -68,18 +68,33 @@ final class HealingProducer {
     return current;
   }
 
+  /** The generation of the current producer: a send that failed on an older one failed because it was replaced. */
+  synchronized long generation() {
+    return current.generation();
+  }
+
   /**
    * Replaces the producer of {@code failed}'s generation (once: a later call naming it does nothing).
-   * The old one is closed at once: its unsettled sends fail, and their users send them again.
+   * The old one is closed at once, on a thread of its own and outside this object's lock: closing
+   * joins the producer's network thread, which fails its unsettled sends, and their callbacks may
+   * call this method (a deadlock, were the lock held); their users send them again.
    */
-  synchronized void rebuild(Handle failed, String why) {
-    if (closed || failed.generation() != current.generation()) {
-      return;
+  void rebuild(Handle failed, String why) {
+    Producer<byte[], byte[]> old;
+    long generation;
+    synchronized (this) {
+      if (closed || failed.generation() != current.generation()) {
+        return;
+      }
+      old = current.producer();
+      current = new Handle(factory.get(), current.generation() + 1);
+      generation = current.generation();
     }
-    Producer<byte[], byte[]> old = current.producer();
-    current = new Handle(factory.get(), current.generation() + 1);
-    log.info("[{}] {} producer replaced by generation {}: {}", pipeline, role, current.generation(), why);
-    closeQuietly(old, Duration.ZERO);
+    log.info("[{}] {} producer replaced by generation {}: {}", pipeline, role, generation, why);
+    Thread closing = new Thread(() -> closeQuietly(old, Duration.ZERO),
+        "fencepost-" + pipeline + "-" + role + "-producer-close-" + failed.generation());
+    closing.setDaemon(true);
+    closing.start();
   }
 
   synchronized void close(Duration timeout) {

@@ -71,10 +71,23 @@ final class RunningPipeline<V> implements Pipeline {
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
     this.self = system.address();
-    this.admin = KafkaClients.REAL.admin(clients.admin());
-    this.logProbe = new LogProbe(KafkaClients.REAL.consumer(clients.probe()));
+    // Settings refused by the producers fail here, before any client exists to leak.
     this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL, Ticker.SYSTEM);
     this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, Ticker.SYSTEM);
+    Admin createdAdmin = null;
+    LogProbe createdProbe;
+    try {
+      createdAdmin = KafkaClients.REAL.admin(clients.admin());
+      createdProbe = new LogProbe(KafkaClients.REAL.consumer(clients.probe()));
+    } catch (RuntimeException e) {
+      if (createdAdmin != null) {
+        createdAdmin.close(Duration.ZERO);
+      }
+      relays.close(Duration.ZERO);
+      throw e;
+    }
+    this.admin = createdAdmin;
+    this.logProbe = createdProbe;
     this.targets = new SeekTargets(system, settings, host, admin);
     BatchDelivery.StreamControl control = new BatchDelivery.StreamControl() {
       @Override
@@ -94,7 +107,7 @@ final class RunningPipeline<V> implements Pipeline {
     this.journal = new JournalLiveness(system, settings, Ticker.SYSTEM);
     this.topicChecks = new TopicChecks(settings, admin, consumerProperties, deadLetters);
     this.watchdog = new StallWatchdog(system, settings, admin, consumerProperties, ownership, journal,
-        () -> stopped != null, silentAfter(settings, deadLetters.ackTimeout()), Ticker.SYSTEM);
+        () -> stopped != null, silentAfter(settings, deadLetters.longestWait()), Ticker.SYSTEM);
     this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, Ticker.SYSTEM);
   }
 
@@ -102,10 +115,10 @@ final class RunningPipeline<V> implements Pipeline {
    * How long a batch in flight may go without a reply, retry or failure before the watchdog takes it as
    * hung: longer than any wait of a delivery, and than twice stall-timeout, by stall-timeout.
    */
-  static Duration silentAfter(PipelineSettings settings, Duration deadLetterAckTimeout) {
+  static Duration silentAfter(PipelineSettings settings, Duration deadLetterWait) {
     Duration longest = settings.stallTimeout().multipliedBy(2);
     for (Duration wait : List.of(settings.askTimeout().plus(settings.retryBackoff().max()),
-        settings.handlerRetry().max(), deadLetterAckTimeout)) {
+        settings.handlerRetry().max().plus(settings.askTimeout()), deadLetterWait)) {
       longest = wait.compareTo(longest) > 0 ? wait : longest;
     }
     return longest.plus(settings.stallTimeout());

@@ -43,13 +43,16 @@ class PipelineSettingsTest {
   void aBatchInFlightIsTakenAsHungOnlyAfterTheLongestWaitOfADeliveryAndAStallTimeoutMore() {
     PipelineSettings s = PipelineSettings.create(with(VALID), "ledger");
     assertEquals(Duration.ofSeconds(60), s.stallTimeout());
-    assertEquals(Duration.ofSeconds(185), RunningPipeline.silentAfter(s, Duration.ofSeconds(125)),
-        "the dead-letter producer's acknowledgement timeout (delivery.timeout.ms 120 s + 5 s), plus stall-timeout");
+    assertEquals(Duration.ofSeconds(245), RunningPipeline.silentAfter(s, Duration.ofSeconds(185)),
+        "a dead-letter attempt (max.block.ms 60 s + delivery.timeout.ms 120 s + 5 s), plus stall-timeout");
     assertEquals(Duration.ofSeconds(180), RunningPipeline.silentAfter(s, Duration.ofSeconds(35)),
         "twice stall-timeout, plus stall-timeout");
     PipelineSettings slowAsk = s.withAskTimeout(Duration.ofMinutes(5));
     assertEquals(Duration.ofSeconds(300 + 10 + 60), RunningPipeline.silentAfter(slowAsk, Duration.ofSeconds(35)),
         "ask-timeout and a resend's backoff, plus stall-timeout");
+    PipelineSettings slowHandler = s.withHandlerRetry(s.handlerRetry().withMax(Duration.ofMinutes(4)));
+    assertEquals(Duration.ofSeconds(240 + 30 + 60), RunningPipeline.silentAfter(slowHandler, Duration.ofSeconds(35)),
+        "a handler retry's backoff and the ask after it, plus stall-timeout");
   }
 
   @ParameterizedTest

@@ -1,5 +1,6 @@
 package io.fencepost.reconciliation;
 
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -23,7 +24,7 @@ final class KeyTally {
 
   /** Counts one copy of {@code key} in the input, in time bucket {@code bucket}; returns its slot. */
   int input(String key, int bucket) {
-    digest.digest(key, last);
+    digest(key);
     int slot = counts.addInput(last[0], last[1], bucket);
     if (samples.size() < INPUT_SAMPLES) {
       samples.put(last[0] ^ last[1], key);
@@ -38,7 +39,7 @@ final class KeyTally {
 
   /** Counts one application of {@code key}, found in an effect. */
   void applied(String key) {
-    digest.digest(key, last);
+    digest(key);
     counts.addApplied(last[0], last[1]);
     samples.putIfAbsent(last[0] ^ last[1], key);
   }
@@ -47,6 +48,19 @@ final class KeyTally {
   void appliedDigests(long[] digests) {
     for (int i = 0; i + 1 < digests.length; i += 2) {
       counts.addApplied(digests[i], digests[i + 1]);
+    }
+  }
+
+  /**
+   * The key's digest into {@code last}. A key with an unpaired surrogate (which no pipeline applies:
+   * its actor refuses it, and the record is dead-lettered) is digested as its UTF-8 form reads, with
+   * '?' in the surrogate's place, so that the record is still counted, as dead-lettered or missing.
+   */
+  private void digest(String key) {
+    try {
+      digest.digest(key, last);
+    } catch (IllegalArgumentException malformed) {
+      digest.digest(new String(key.getBytes(StandardCharsets.UTF_8), StandardCharsets.UTF_8), last);
     }
   }
 
