@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -20,16 +19,12 @@ import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.PipelineSettings;
 import io.micrometer.core.instrument.search.Search;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AlterConfigOp;
-import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -88,14 +83,15 @@ class DeadLetterLivenessIT {
       send(in, List.of("p1,m1,100", "p2,m1,100"));
       await("the first payments applied", Duration.ofMinutes(1), () -> applied(pipeline) == 2);
 
-      alterMaxMessageBytes(dlt, "60");   // smaller than any dead letter, its headers alone
+      // Smaller than any dead letter, its headers alone.
+      broker.setTopicConfig(dlt, TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "60");
       send(in, List.of("not a payment", "p3,m1,100", "p4,m2,100"));
       await("the refused dead letter reported at ERROR on the meter (10 failed attempts)", Duration.ofMinutes(1),
           () -> failures(meters) >= 10);
       assertEquals(2, applied(pipeline), "nothing past the record whose dead letter is not published");
       assertEquals(0, deadLetters(dlt).size());
 
-      alterMaxMessageBytes(dlt, "1048588");
+      broker.setTopicConfig(dlt, TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "1048588");
       await("the partition goes on after the fix", Duration.ofSeconds(90), () -> applied(pipeline) == 4);
       List<String> published = deadLetters(dlt);
       assertEquals(List.of("not a payment"), published, "the dead letter published once");
@@ -148,14 +144,6 @@ class DeadLetterLivenessIT {
     }
   }
 
-  private static void alterMaxMessageBytes(String topic, String value) throws Exception {
-    try (Admin admin = broker.admin()) {
-      ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
-      Map<ConfigResource, Collection<AlterConfigOp>> ops = Map.of(resource, List.of(new AlterConfigOp(
-          new ConfigEntry(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, value), AlterConfigOp.OpType.SET)));
-      admin.incrementalAlterConfigs(ops).all().get(30, TimeUnit.SECONDS);
-    }
-  }
 
   private static void await(String what, Duration timeout, BooleanSupplierWithException condition) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();

@@ -6,13 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
@@ -23,11 +21,7 @@ import io.fencepost.embedded.KafkaBroker;
 import io.fencepost.embedded.Postgres;
 import io.micrometer.core.instrument.search.Search;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AlterConfigOp;
-import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -101,7 +95,7 @@ class OutboxRelayLivenessIT {
     broker.createTopic(out, 2, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "40"));
     runScenario("refusing", in, () -> {
       assertTrue(killRelayProducerThreads() > 0, "the relay's producer thread was found and killed");
-      alterMaxMessageBytes(out, "1048588");
+      broker.setTopicConfig(out, TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "1048588");
     });
   }
 
@@ -212,14 +206,6 @@ class OutboxRelayLivenessIT {
     return ids;
   }
 
-  private static void alterMaxMessageBytes(String topic, String value) throws Exception {
-    try (Admin admin = broker.admin()) {
-      ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
-      Map<ConfigResource, Collection<AlterConfigOp>> ops = Map.of(resource, List.of(new AlterConfigOp(
-          new ConfigEntry(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, value), AlterConfigOp.OpType.SET)));
-      admin.incrementalAlterConfigs(ops).all().get(30, TimeUnit.SECONDS);
-    }
-  }
 
   /**
    * Kills the network thread of the relay's producer, as an Error thrown on it does: the producer

@@ -17,17 +17,21 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import kafka.server.KafkaConfig;
 import kafka.server.KafkaRaftServer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ScramCredentialInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.UserScramCredentialAlteration;
 import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.metadata.storage.Formatter;
@@ -188,6 +192,20 @@ public final class KafkaBroker implements AutoCloseable {
   /** Creates a topic with {@code partitions} partitions (replication factor 1); an existing topic is kept. */
   public void createTopic(String topic, int partitions) {
     createTopic(topic, partitions, Map.of());
+  }
+
+  /** Sets one config of an existing topic (e.g. {@code max.message.bytes}), as an operator would. */
+  public void setTopicConfig(String topic, String key, String value) {
+    try (Admin admin = admin()) {
+      ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+      admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(new ConfigEntry(key, value),
+          AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalStateException("cannot set " + key + " = " + value + " on topic [" + topic + "]: " + e, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while setting a config of topic [" + topic + "]", e);
+    }
   }
 
   /** Creates a topic with the given partitions and topic configs; an existing topic is kept. */

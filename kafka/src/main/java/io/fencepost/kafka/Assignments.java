@@ -101,11 +101,12 @@ final class Assignments {
   }
 
   /** Seeks a partition to its stored offset again with a new stream, if {@code assignment} is still current. */
-  void restart(PartitionId id, PartitionProgress assignment, String why) {
+  void restart(PartitionId id, PartitionProgress assignment, String cause, String why) {
     Assignment o = owned.get(new TopicPartition(id.topic(), id.partition()));
     if (o == null || o.progress != assignment || assignment.halted != null) {
       return;   // a halted partition stays halted until it is assigned again
     }
+    metrics.restarted(id, cause);
     log.warn("[{}] {}: seeking it to its actor's stored offset again", id.shortName(), why);
     end(o);
     consumer.pause(List.of(o.tp));
@@ -200,7 +201,7 @@ final class Assignments {
         .whenComplete((d, e) -> {
           if (e != null && !o.over) {
             log.error("[{}] stream of {} failed: {}", settings.name(), o.tp, e.toString(), e);
-            post.execute(() -> restart(o.id, o.progress, "its stream failed"));
+            post.execute(() -> restart(o.id, o.progress, "stream-failed", "its stream failed"));
           }
         });
     lastStream.put(o.tp, done);

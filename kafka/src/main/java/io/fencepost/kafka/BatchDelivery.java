@@ -41,8 +41,11 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
 
   /** What delivery asks of the partition's ownership. */
   interface StreamControl {
-    /** Re-seek a partition whose stream lacks records (see {@link #onGap}). */
-    void restart(PartitionId id, PartitionProgress assignment, String why);
+    /**
+     * Re-seek a partition whose stream lacks records (see {@link #onGap}) or whose actor answers
+     * nothing; {@code cause} tags {@code fencepost.partition.restarts}.
+     */
+    void restart(PartitionId id, PartitionProgress assignment, String cause, String why);
 
     /**
      * Stop consuming a partition that cannot go on without an operator (see PartitionHaltedException):
@@ -184,7 +187,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
       if (noReply && ++work.unanswered >= UNANSWERED_BEFORE_RESTART) {
         // An actor that answers nothing is not helped by resending, and the watchdog does not look at
         // a batch in flight: the partition is seeked again, and a keeper that died is replaced.
-        control.restart(work.id, work.progress, "its actor answered none of " + work.unanswered
+        control.restart(work.id, work.progress, "no-reply", "its actor answered none of " + work.unanswered
             + " sends in a row of the batch at offsets [" + work.first + ".." + work.last + "] within ask-timeout");
         return CompletableFuture.completedFuture(OptionalLong.empty());
       }
@@ -259,7 +262,7 @@ final class BatchDelivery<V> implements OwnershipSeams.Batches {
               : missing.size() + " readable record(s) from offset " + missing.first() + " are not in this stream";
           retried(work, "gap", gap.getMessage());
           if (++work.gapChecks >= 4) {
-            control.restart(work.id, work.progress, "the stream lacks offsets after the stored offset " + from
+            control.restart(work.id, work.progress, "gap", "the stream lacks offsets after the stored offset " + from
                 + " (" + what + ")");
             return CompletableFuture.completedFuture(OptionalLong.empty());
           }

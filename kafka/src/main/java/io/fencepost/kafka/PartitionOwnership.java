@@ -136,8 +136,8 @@ final class PartitionOwnership {
    * Seeks a partition to its stored offset again with a new stream, if {@code assignment} is still
    * its current assignment (a stream that misses records, or a stalled partition).
    */
-  void restart(PartitionId id, PartitionProgress assignment, String why) {
-    post(() -> assignments.restart(id, assignment, why));
+  void restart(PartitionId id, PartitionProgress assignment, String cause, String why) {
+    post(() -> assignments.restart(id, assignment, cause, why));
   }
 
   /**

@@ -91,8 +91,8 @@ final class RunningPipeline<V> implements Pipeline {
     this.targets = new SeekTargets(system, settings, host, admin);
     BatchDelivery.StreamControl control = new BatchDelivery.StreamControl() {
       @Override
-      public void restart(PartitionId id, PartitionProgress assignment, String why) {
-        ownership().restart(id, assignment, why);
+      public void restart(PartitionId id, PartitionProgress assignment, String cause, String why) {
+        ownership().restart(id, assignment, cause, why);
       }
 
       @Override

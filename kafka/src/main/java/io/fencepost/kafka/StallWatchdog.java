@@ -115,7 +115,7 @@ final class StallWatchdog {
         // (A transaction's commit marker also lies past the last record: restarts at the same end and
         // position back off rather than repeat every stall-timeout.)
         int times = stallRestarts.times(tp);
-        ownership.restart(partitionId(tp), progress, "no progress for " + settings.stallTimeout().toSeconds()
+        ownership.restart(partitionId(tp), progress, "stall", "no progress for " + settings.stallTimeout().toSeconds()
             + " s (end " + info.offset() + ", at " + progress.knownNextOffset + ")" + (times > 1 ? "; restart " + times
             + " at this place (a transaction marker past the last record also looks like this)" : ""));
       }
@@ -137,7 +137,7 @@ final class StallWatchdog {
         log.error("[{}] its batch in flight has had no reply, retry or failure for {} s (a delivery that hangs: "
             + "please report it with this log); last error: [{}]", id.shortName(), silent / 1_000_000_000,
             progress.lastError);
-        ownership.restart(id, progress, "a batch in flight silent for " + silent / 1_000_000_000 + " s");
+        ownership.restart(id, progress, "hung-delivery", "a batch in flight silent for " + silent / 1_000_000_000 + " s");
       }
     });
   }

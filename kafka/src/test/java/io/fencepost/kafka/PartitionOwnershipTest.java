@@ -27,7 +27,11 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 
+import io.fencepost.FencepostMeters;
 import io.fencepost.PartitionId;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.search.Search;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -41,6 +45,7 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -66,9 +71,22 @@ class PartitionOwnershipTest {
   private final ManualTicker ticker = new ManualTicker(1_000_000_000_000L);
   private PartitionOwnership ownership;
 
+  /** The machine's meters (every test's partitions: compare before and after). */
+  private static final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+
+  @BeforeAll
+  static void meters() {
+    FencepostMeters.get(kit.system()).use(meters);
+  }
+
   @AfterAll
   static void shutdown() {
     kit.shutdownTestKit();
+  }
+
+  private static double restarts(String cause) {
+    return Search.in(meters).name("fencepost.partition.restarts").tag("cause", cause).counters().stream()
+        .mapToDouble(Counter::count).sum();
   }
 
   @AfterEach
@@ -463,7 +481,7 @@ class PartitionOwnershipTest {
 
     ownership.halt(ID0, progress, "its actor cannot go on", "test");
     await(() -> c.paused().contains(P0), "the halted partition paused");
-    ownership.restart(ID0, progress, "stalled");
+    ownership.restart(ID0, progress, "stall", "stalled");
     settle(c);
     assertEquals(1, count("seek-target 0"), "a halted partition is not restarted: " + events);
     assertSame(progress, ownership.assigned().get(ID0), "its assignment did not end");
@@ -486,7 +504,8 @@ class PartitionOwnershipTest {
     PartitionProgress first = ownership.assigned().get(ID0);
 
     fakes.stored.put(0, 3L);   // say the actor stored less than was read
-    ownership.restart(ID0, first, "no progress");
+    double stallRestarts = restarts("stall");
+    ownership.restart(ID0, first, "stall", "no progress");
     await(() -> count("seek-target 0") == 2, "prepared again");
     await(() -> !c.paused().contains(P0) && count("relay-start 0") == 2, "flowing again");
     assertTrue(first.revoked, "the old assignment ended");
@@ -498,9 +517,10 @@ class PartitionOwnershipTest {
     PartitionProgress second = ownership.assigned().get(ID0);
     assertSame(second, fakes.deliveredFor.get(fakes.deliveredFor.size() - 1));
 
-    ownership.restart(ID0, first, "a late restart of the old assignment");
+    ownership.restart(ID0, first, "stall", "a late restart of the old assignment");
     settle(c);
     assertEquals(2, count("seek-target 0"), "a stale assignment's restart is ignored: " + events);
+    assertEquals(stallRestarts + 1, restarts("stall"), "one restart counted, the ignored one not");
     assertSame(second, ownership.assigned().get(ID0), "the current assignment goes on");
     assertFalse(second.revoked);
   }
@@ -545,7 +565,7 @@ class PartitionOwnershipTest {
 
     CompletableFuture<Long> current = new CompletableFuture<>();
     fakes.heldTargets.put(0, current);
-    ownership.restart(ID0, first, "restarted before it flowed");
+    ownership.restart(ID0, first, "stall", "restarted before it flowed");
     await(() -> count("seek-target 0") == 2, "the next assignment asks too");
     late.complete(0L);   // the first assignment's answer, after it ended
     settle(c);

@@ -37,6 +37,18 @@ public final class PipelineMetrics {
   }
 
   /**
+   * Counts a partition started afresh from its actor's stored offset on this node: {@code cause} is
+   * {@code stall} (records waiting, no progress), {@code hung-delivery} (a batch in flight silent too
+   * long), {@code no-reply} (its actor answered none of several sends), {@code gap} (its stream
+   * lacked offsets) or {@code stream-failed} (its stream failed, logged at ERROR).
+   */
+  public void restarted(PartitionId id, String cause) {
+    safely("fencepost.partition.restarts", () -> Counter.builder("fencepost.partition.restarts")
+        .description("partitions started afresh from their actor's stored offset")
+        .tags(SharedGauges.tags(id).and("cause", cause)).register(shared.registry()).increment());
+  }
+
+  /**
    * Counts a batch sent again; {@code reason} is {@code rejected}, {@code no-reply}, {@code handler}
    * (a handler failure retried or dead-lettered) or {@code gap} (offsets missing from the stream).
    */
