@@ -54,7 +54,6 @@ final class DeadLetterPublisher {
   private static final int REBUILD_EVERY = 5;
   private static final int KAFKA_DEFAULT_MAX_REQUEST_SIZE = 1_048_576;
   private static final long KAFKA_DEFAULT_BUFFER_MEMORY = 33_554_432;
-  private static final long KAFKA_DEFAULT_MAX_BLOCK_MS = 60_000;
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
@@ -76,16 +75,12 @@ final class DeadLetterPublisher {
     this.settings = settings;
     this.metrics = new PipelineMetrics(system);
     this.backoff = new Backoff(settings.retryBackoff().min(), settings.retryBackoff().max(), 2);
-    Properties p = properties();
-    Object maxBlock = p.get(ProducerConfig.MAX_BLOCK_MS_CONFIG);
-    this.longestWait = HealingProducer.ackTimeout(p).plusMillis(maxBlock == null ? KAFKA_DEFAULT_MAX_BLOCK_MS
-        : Long.parseLong(maxBlock.toString().trim()));
+    this.longestWait = HealingProducer.longestSendWait(properties());
   }
 
   /**
-   * The longest one attempt to publish dead letters waits without a result: a send may block for
-   * {@code max.block.ms} (the topic's metadata), then wait for its acknowledgement until its producer
-   * is taken as wedged.
+   * The longest one attempt to publish dead letters waits without a result
+   * ({@link HealingProducer#longestSendWait}).
    */
   Duration longestWait() {
     return longestWait;
@@ -165,8 +160,8 @@ final class DeadLetterPublisher {
         }
         ConsumerRecord<byte[], byte[]> r = raw.get(d.offset());
         metrics.deadLetterFailed(id, cause);
-        return send(handle, producers.ackTimeout(), id, r, d, true).thenRun(() -> log.error("[{}] the dead letter of offset [{}] ({} bytes of value) "
-            + "is larger than the dead-letter topic [{}] or its producer accepts ({}): published without its value, "
+        return send(handle, producers.ackTimeout(), id, r, d, true).thenRun(() -> log.error("[{}] the dead letter of "
+            + "offset [{}] ({} bytes of value) is larger than the dead-letter topic [{}] or its producer accepts ({}): published without its value, "
             + "header {} = its size; the record stays at that offset while the topic retains it. Raise "
             + "max.message.bytes of [{}] and, if set, max.request.size in "
             + "fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(), d.offset(),
@@ -187,10 +182,9 @@ final class DeadLetterPublisher {
       }
       boolean unsettled = acks.stream().anyMatch(DeadLetterPublisher::unsettled);
       String what = unsettled ? "no acknowledgement within " + producers.ackTimeout().toSeconds()
-          + " s (a wedged producer)" : withoutFinalPeriod(cause.toString());
+          + " s (a wedged producer)" : HealingProducer.describe(cause);
       metrics.deadLetterFailed(id, cause);
       progress.lastError = "publishing dead letters: " + what;
-      progress.inFlightActivityNanos = ticker.nanoTime();
       if (unsettled || (attempt + 1) % REBUILD_EVERY == 0) {
         producers.rebuild(handle, "[" + id.shortName() + "] publishing dead letters: " + what);
       }
@@ -256,11 +250,6 @@ final class DeadLetterPublisher {
       ack.completeExceptionally(e);
     }
     return ack.orTimeout(ackTimeout.toMillis(), TimeUnit.MILLISECONDS);
-  }
-
-  /** Kafka's messages end with a period; the log line goes on after it. */
-  private static String withoutFinalPeriod(String message) {
-    return message.endsWith(".") ? message.substring(0, message.length() - 1) : message;
   }
 
   synchronized void close(Duration timeout) {

@@ -24,6 +24,7 @@ final class HealingProducer {
 
   private static final Logger log = LoggerFactory.getLogger(HealingProducer.class);
   private static final long DEFAULT_DELIVERY_TIMEOUT_MS = 120_000;
+  private static final long DEFAULT_MAX_BLOCK_MS = 60_000;
 
   /** A producer and its generation. */
   record Handle(Producer<byte[], byte[]> producer, long generation) {
@@ -51,9 +52,29 @@ final class HealingProducer {
    * lives, so a send not settled some seconds later means it is wedged.
    */
   static Duration ackTimeout(Properties properties) {
-    Object delivery = properties.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
-    long deliveryMs = delivery == null ? DEFAULT_DELIVERY_TIMEOUT_MS : Long.parseLong(delivery.toString().trim());
-    return Duration.ofMillis(deliveryMs).plusSeconds(5);
+    return Duration.ofMillis(millis(properties, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, DEFAULT_DELIVERY_TIMEOUT_MS))
+        .plusSeconds(5);
+  }
+
+  /**
+   * The longest one send of a producer with {@code properties} goes without a result: it may block
+   * for {@code max.block.ms} (the topic's metadata), then wait for its acknowledgement until the
+   * producer is taken as wedged.
+   */
+  static Duration longestSendWait(Properties properties) {
+    return ackTimeout(properties).plusMillis(millis(properties, ProducerConfig.MAX_BLOCK_MS_CONFIG,
+        DEFAULT_MAX_BLOCK_MS));
+  }
+
+  private static long millis(Properties properties, String key, long kafkaDefault) {
+    Object value = properties.get(key);
+    return value == null ? kafkaDefault : Long.parseLong(value.toString().trim());
+  }
+
+  /** A send's failure for a log line: Kafka's messages end with a period, and the line goes on after it. */
+  static String describe(Throwable failure) {
+    String text = failure.toString();
+    return text.endsWith(".") ? text.substring(0, text.length() - 1) : text;
   }
 
   /** How long a send may wait to be settled before its producer is taken as wedged. */

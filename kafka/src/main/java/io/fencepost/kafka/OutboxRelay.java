@@ -266,7 +266,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     boolean unsettled = done.sending() && cause instanceof TimeoutException;
     String what = unsettled
         ? "no acknowledgement within " + producers.ackTimeout().toSeconds() + " s (a wedged producer)"
-        : (done.sending() ? "" : "reading the journal: ") + cause;
+        : (done.sending() ? "" : "reading the journal: ") + HealingProducer.describe(cause);
     metrics.relayFailed(partition, cause);
     if (done.sending() && (unsettled || failures % REBUILD_EVERY == 0)) {
       // A producer that settles no send is wedged; one that keeps failing may be (sequence numbers
@@ -282,8 +282,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
         errorLoggedNanos = now;
         ctx.getLog().error("[{}] outbox relay cannot publish the records of journal {} for {} s ({} failed rounds): {}. "
             + "Later outbox records of this partition wait behind it. Fix the cause (the outbox topic's existence, "
-            + "max.message.bytes, ACLs; outbox.producer-kafka-clients) and the relay goes on by itself; retrying in {} ms",
-            partition.shortName(), topics, failingFor / 1_000_000_000, failures, withoutFinalPeriod(what),
+            + "max.message.bytes, ACLs; outbox.producer-kafka-clients) and the relay goes on by itself; "
+            + "retrying in {} ms",
+            partition.shortName(), topics, failingFor / 1_000_000_000, failures, what,
             delay.toMillis());
       }
     } else {
@@ -291,10 +292,5 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
           partition.shortName(), topics, delay.toMillis(), what);
     }
     timers.startSingleTimer(RETRY, Wake.INSTANCE, delay);
-  }
-
-  /** Kafka's messages end with a period; the log line goes on after it. */
-  private static String withoutFinalPeriod(String message) {
-    return message.endsWith(".") ? message.substring(0, message.length() - 1) : message;
   }
 }

@@ -69,7 +69,8 @@ final class PipelineStatus {
           List<PartitionView> views = new ArrayList<>();
           for (int i = 0; i < ids.size(); i++) {
             PartitionId id = ids.get(i);
-            PartitionProgress progress = ownership.assigned().getOrDefault(id, new PartitionProgress(ticker.nanoTime()));
+            PartitionProgress progress = ownership.assigned().getOrDefault(id,
+                new PartitionProgress(ticker.nanoTime()));
             PartitionStatus s = statuses.get(i).isCompletedExceptionally() ? null : statuses.get(i).join();
             Long end = endOffsets.get(new TopicPartition(id.topic(), id.partition()));
             OptionalLong next = s == null ? OptionalLong.empty() : s.nextOffset();

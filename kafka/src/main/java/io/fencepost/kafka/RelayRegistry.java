@@ -57,7 +57,8 @@ final class RelayRegistry implements OwnershipSeams.Relays {
     }
     relays.computeIfAbsent(id, k -> {
       AtomicBoolean stopRequested = new AtomicBoolean();
-      return new Running(system.systemActorOf(OutboxRelay.create(k, settings.outbox(), producer, backoff, stopRequested, ticker),
+      return new Running(system.systemActorOf(
+          OutboxRelay.create(k, settings.outbox(), producer, backoff, stopRequested, ticker),
           "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()), stopRequested);
     });
   }

@@ -66,14 +66,15 @@ final class RunningPipeline<V> implements Pipeline {
     this.system = system;
     this.settings = settings;
     this.decoder = decoder;
+    Ticker ticker = Ticker.SYSTEM;   // every age the pipeline measures reads this clock
     ClientProperties clients = new ClientProperties(system, settings);
     this.consumerProperties = clients.consumer();
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
     this.self = system.address();
     // Settings refused by the producers fail here, before any client exists to leak.
-    this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL, Ticker.SYSTEM);
-    this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, Ticker.SYSTEM);
+    this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL, ticker);
+    this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, ticker);
     Admin createdAdmin = null;
     LogProbe createdProbe;
     try {
@@ -101,14 +102,14 @@ final class RunningPipeline<V> implements Pipeline {
       }
     };
     BatchDelivery<V> delivery = new BatchDelivery<>(system, settings, host, decoder, deadLetters, relays,
-        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control, totals, Ticker.SYSTEM);
+        logProbe, system.dispatchers().lookup(DispatcherSelector.blocking()), control, totals, ticker);
     this.ownership = new PartitionOwnership(system, settings, consumerProperties, KafkaClients.REAL,
-        new OwnershipSeams(host, targets, delivery, relays, Ticker.SYSTEM));
-    this.journal = new JournalLiveness(system, settings, Ticker.SYSTEM);
+        new OwnershipSeams(host, targets, delivery, relays, ticker));
+    this.journal = new JournalLiveness(system, settings, ticker);
     this.topicChecks = new TopicChecks(settings, admin, consumerProperties, deadLetters);
     this.watchdog = new StallWatchdog(system, settings, admin, consumerProperties, ownership, journal,
-        () -> stopped != null, silentAfter(settings, deadLetters.longestWait()), Ticker.SYSTEM);
-    this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, Ticker.SYSTEM);
+        () -> stopped != null, silentAfter(settings, deadLetters.longestWait()), ticker);
+    this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, ticker);
   }
 
   /**

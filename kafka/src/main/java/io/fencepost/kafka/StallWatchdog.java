@@ -125,9 +125,9 @@ final class StallWatchdog {
   /**
    * A batch in flight that has had no reply, retry or failure for {@code silentAfter} hangs: every
    * wait of a delivery is bounded (ask-timeout, the backoffs, the dead-letter producer's acknowledgement
-   * timeout) and shorter, and every retry is stamped, so this is a bug, and no retry loop will end it. The partition is started
-   * afresh from its actor's stored offset (its new stream starts once the hung one is given up on,
-   * and the journal refuses any batch that would skip or repeat an offset).
+   * timeout) and shorter, and every retry is stamped, so this is a bug, and no retry loop will end it.
+   * The partition is started afresh from its actor's stored offset (its new stream starts once the
+   * hung one is given up on, and the journal refuses any batch that would skip or repeat an offset).
    */
   private void checkSilentBatches() {
     long now = ticker.nanoTime();
@@ -137,7 +137,8 @@ final class StallWatchdog {
         log.error("[{}] its batch in flight has had no reply, retry or failure for {} s (a delivery that hangs: "
             + "please report it with this log); last error: [{}]", id.shortName(), silent / 1_000_000_000,
             progress.lastError);
-        ownership.restart(id, progress, "hung-delivery", "a batch in flight silent for " + silent / 1_000_000_000 + " s");
+        ownership.restart(id, progress, "hung-delivery",
+            "a batch in flight silent for " + silent / 1_000_000_000 + " s");
       }
     });
   }

@@ -9,8 +9,8 @@ import java.util.Map;
  * duplicates; it should equal the input's producer duplicates that reached a partition after
  * their first copy.
  */
-public record ReconciliationReport(String topic, String group, Map<Instant, Counts> buckets, Counts total, long droppedByKey,
-    long unexpectedEffects, List<String> sampleMissing, List<String> sampleDoubled, long deadLettered,
+public record ReconciliationReport(String topic, String group, Map<Instant, Counts> buckets, Counts total,
+    long droppedByKey, long unexpectedEffects, List<String> sampleMissing, List<String> sampleDoubled, long deadLettered,
     long sequenceGaps, List<String> sampleGaps) {
 
   /** Counts for one time bucket, or for the total. */
