@@ -44,6 +44,11 @@ final class ActorHandlers<V, S, E> implements UserHandlers<V, S, E> {
   }
 
   @Override
+  public Object onQuery(S state, Query<?> query) {
+    return actor.onQuery(state, query);
+  }
+
+  @Override
   public ExternalCall callOf(Effects<E> effects) {
     return effects.call();
   }

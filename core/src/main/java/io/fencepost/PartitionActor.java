@@ -2,8 +2,10 @@ package io.fencepost;
 
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
+import io.fencepost.annotation.InternalApi;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.BehaviorInterceptor;
 import org.apache.pekko.actor.typed.BehaviorSignalInterceptor;
@@ -102,6 +104,22 @@ public abstract class PartitionActor<V, S, E> {
   protected void onRecovered(S state, long nextOffset) {
   }
 
+  /**
+   * Answers a {@link Query} from the partition's applied state: the state as the journal holds it
+   * after recovery or after the latest durable write, never a batch's tentative state. The reply
+   * must be of the query's type {@code R} and serializable like the query. The default refuses
+   * every query.
+   *
+   * <p>Called outside the actor's write path (on the thread of the partition's keeper), possibly
+   * while {@link #onRecord} runs for a later batch: it must read only the state it is given, and
+   * must not block. An exception it throws fails the query with
+   * {@link io.fencepost.errors.QueryFailedException}.
+   */
+  protected Object onQuery(S state, Query<?> query) {
+    throw new UnsupportedOperationException(getClass().getName() + " answers no queries (a "
+        + query.getClass().getName() + " was asked): override onQuery to answer it");
+  }
+
   /** This actor's partition, settings, system and logger. */
   protected final PartitionContext context() {
     return context;
@@ -129,19 +147,30 @@ public abstract class PartitionActor<V, S, E> {
    */
   public static Behavior<PartitionCommand> behavior(PartitionId partition, PartitionActorSettings settings,
       Function<PartitionContext, ? extends PartitionActor<?, ?, ?>> factory) {
+    return behavior(partition, settings, factory, view -> { });
+  }
+
+  /**
+   * INTERNAL API: the behavior, publishing its {@link AppliedView} to {@code views} after recovery and
+   * after every durable write (on the actor's thread; {@code views} must not block).
+   */
+  @InternalApi
+  public static Behavior<PartitionCommand> behavior(PartitionId partition, PartitionActorSettings settings,
+      Function<PartitionContext, ? extends PartitionActor<?, ?, ?>> factory, Consumer<AppliedView> views) {
     Objects.requireNonNull(partition, "partition");
+    Objects.requireNonNull(views, "views");
     Objects.requireNonNull(settings, "settings");
     Objects.requireNonNull(factory, "factory");
     return Behaviors.setup(ctx -> {
       PartitionContext pc = new PartitionContext(partition, settings, ctx.getSystem(), ctx.getLog());
-      return bind(ctx, pc, Objects.requireNonNull(factory.apply(pc), "factory returned null"));
+      return bind(ctx, pc, Objects.requireNonNull(factory.apply(pc), "factory returned null"), views);
     });
   }
 
   private static <V, S, E> Behavior<PartitionCommand> bind(
       ActorContext<PartitionCommand> ctx, PartitionContext pc,
-      PartitionActor<V, S, E> actor) {
-    PartitionBehavior<V, S, E> behavior = new PartitionBehavior<>(ctx, pc, actor);
+      PartitionActor<V, S, E> actor, Consumer<AppliedView> views) {
+    PartitionBehavior<V, S, E> behavior = new PartitionBehavior<>(ctx, pc, actor, views);
     // Outside the behavior's own restart supervision, which holds signals back while it backs off:
     // a stop forced meanwhile must still be seen.
     return Behaviors.intercept(() -> new BehaviorSignalInterceptor<PartitionCommand>() {

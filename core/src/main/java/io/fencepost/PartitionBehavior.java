@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.OptionalLong;
 import java.util.UUID;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
 
 import io.fencepost.errors.FencepostException;
 import io.fencepost.internal.BatchEvent;
@@ -75,8 +76,10 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private final AtMostOncePath<V, S, E> atMostOnce;
   private final WriteVerdicts<S> verdicts;
   private final RecoveryChecks<V, S, E> recovery;
+  private final Consumer<AppliedView> views;
 
-  PartitionBehavior(ActorContext<PartitionCommand> ctx, PartitionContext pc, PartitionActor<V, S, E> actor) {
+  PartitionBehavior(ActorContext<PartitionCommand> ctx, PartitionContext pc, PartitionActor<V, S, E> actor,
+      Consumer<AppliedView> views) {
     super(PersistenceId.ofUniqueId(pc.partition().persistenceId()),
         // The signal handlers log each journal failure (a fenced write at WARN, as the fence doing its
         // job): the supervisor's own ERROR per failure would page an operator for an expected fence.
@@ -100,6 +103,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.verdicts = new WriteVerdicts<>(partition, incarnation, pending, standing, atMostOnce, this, metrics,
         SerializationExtension.get(Adapter.toClassic(ctx.getSystem())), ctx.getLog());
     this.recovery = new RecoveryChecks<>(partition, settings, handlers, standing, metrics, ctx.getLog());
+    this.views = views;
   }
 
   @Override
@@ -247,12 +251,21 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (!standing.halted()) {
       handlers.onRecovered(state.user(), state.nextOffset());
     }
+    publish(state);
   }
 
   /** After every write: the gauges, and a snapshot when one is due (stored beside the command path). */
   private void afterWrite(PartitionState<S> state) {
     recordState(state);
     snapshots.written(lastSequenceNumber(ctx), state);
+    publish(state);
+  }
+
+  /** Queries are answered from the journaled state, beside the write path (which stashes commands). */
+  private void publish(PartitionState<S> state) {
+    S user = state.user();
+    views.accept(new AppliedView(partition, state.nextOffset(), incarnation,
+        query -> handlers.onQuery(user, query)));
   }
 
   /** The gauges that follow the stored state: parked and window keys, the journal's last sequence number. */

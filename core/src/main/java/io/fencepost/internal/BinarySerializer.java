@@ -8,7 +8,11 @@ import java.io.IOException;
 import java.io.NotSerializableException;
 import java.io.UncheckedIOException;
 
+import io.fencepost.PartitionId;
 import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorRefResolver;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.serialization.SerializerWithStringManifest;
 
 /**
@@ -27,10 +31,36 @@ public abstract class BinarySerializer extends SerializerWithStringManifest {
   /** User objects (events, states, record values), through the serializers bound to their classes. */
   protected final NestedSerialization nested;
   private final String what;
+  private final ExtendedActorSystem system;
 
   protected BinarySerializer(ExtendedActorSystem system, String what) {
     this.nested = new NestedSerialization(system);
     this.what = what;
+    this.system = system;
+  }
+
+  protected final void writePartition(DataOutputStream out, PartitionId p) throws IOException {
+    out.writeUTF(p.group());
+    out.writeUTF(p.topic());
+    out.writeInt(p.partition());
+  }
+
+  protected final PartitionId readPartition(DataInputStream in) throws IOException {
+    return new PartitionId(in.readUTF(), in.readUTF(), in.readInt());
+  }
+
+  protected final void writeRef(DataOutputStream out, ActorRef<?> ref) throws IOException {
+    out.writeUTF(ActorRefResolver.get(Adapter.toTyped(system)).toSerializationFormat(ref));
+  }
+
+  protected final <T> ActorRef<T> readRef(DataInputStream in) throws IOException {
+    return ActorRefResolver.get(Adapter.toTyped(system)).resolveActorRef(in.readUTF());
+  }
+
+  /** {@code s} (null as empty) cut to 8,000 characters: an error's text between nodes. */
+  protected static String truncate(String s) {
+    String v = s == null ? "" : s;
+    return v.length() > 8000 ? v.substring(0, 8000) + "..." : v;
   }
 
   /** Writes {@code o}; the manifest was already chosen by {@link #manifest(Object)}. */

@@ -22,11 +22,8 @@ import io.fencepost.errors.OffsetGapException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.RetriableException;
-import io.fencepost.internal.BinarySerializer;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.ActorRefResolver;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
 
 /**
  * Binary serializer for {@link PartitionCommand}s, {@link BatchOutcome}s and {@link PartitionStatus}.
@@ -46,11 +43,8 @@ public final class ProtocolSerializer extends BinarySerializer {
   private static final String REJECTED = "R";
   private static final String STATUS = "S";
 
-  private final ExtendedActorSystem system;
-
   public ProtocolSerializer(ExtendedActorSystem system) {
     super(system, "Fencepost protocol");
-    this.system = system;
   }
 
   @Override
@@ -226,29 +220,6 @@ public final class ProtocolSerializer extends BinarySerializer {
       default:
         return null;
     }
-  }
-
-  private static String truncate(String s) {
-    String v = s == null ? "" : s;
-    return v.length() > 8000 ? v.substring(0, 8000) + "..." : v;
-  }
-
-  private void writePartition(DataOutputStream out, PartitionId p) throws IOException {
-    out.writeUTF(p.group());
-    out.writeUTF(p.topic());
-    out.writeInt(p.partition());
-  }
-
-  private PartitionId readPartition(DataInputStream in) throws IOException {
-    return new PartitionId(in.readUTF(), in.readUTF(), in.readInt());
-  }
-
-  private void writeRef(DataOutputStream out, ActorRef<?> ref) throws IOException {
-    out.writeUTF(ActorRefResolver.get(Adapter.toTyped(system)).toSerializationFormat(ref));
-  }
-
-  private <T> ActorRef<T> readRef(DataInputStream in) throws IOException {
-    return ActorRefResolver.get(Adapter.toTyped(system)).resolveActorRef(in.readUTF());
   }
 
   private void writeInbound(DataOutputStream out, Inbound<?> r) throws IOException {

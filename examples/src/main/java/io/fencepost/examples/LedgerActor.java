@@ -6,6 +6,7 @@ import io.fencepost.Effects;
 import io.fencepost.Inbound;
 import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
+import io.fencepost.Query;
 
 /**
  * A payments ledger: credits each captured payment to its merchant exactly once. The
@@ -50,6 +51,16 @@ public final class LedgerActor extends PartitionActor<Payment, Ledger, Credited>
   protected Ledger applyEvent(Ledger ledger, Credited e) {
     return ledger.credit(e);
   }
+
+  // snippet: on-query
+  @Override
+  protected Object onQuery(Ledger ledger, Query<?> query) {
+    if (query instanceof BalanceOf b) {
+      return ledger.balances().getOrDefault(b.merchantId(), 0L);
+    }
+    return super.onQuery(ledger, query);
+  }
+  // end-snippet: on-query
 
   @Override
   protected Optional<String> businessKey(Inbound<Payment> in) {

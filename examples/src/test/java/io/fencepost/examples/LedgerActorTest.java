@@ -1,11 +1,14 @@
 package io.fencepost.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import io.fencepost.JacksonSerializable;
+import io.fencepost.Query;
 import io.fencepost.testkit.PartitionActorTestKit;
 import org.junit.jupiter.api.Test;
 
@@ -32,6 +35,30 @@ class LedgerActorTest {
     }
   }
   // end-snippet: ledger-unit-test
+
+  // snippet: query-unit-test
+  @Test
+  void aBalanceIsAnsweredFromTheJournaledState() {
+    try (PartitionActorTestKit<Payment, Ledger, Credited> kit = PartitionActorTestKit.create(LedgerActor::new)) {
+      assertEquals(0L, kit.query(new BalanceOf("m-1")));
+      kit.send(new Payment("p-1", "m-1", 500), new Payment("p-2", "m-1", 250));
+      kit.crash();
+      assertEquals(750L, kit.query(new BalanceOf("m-1")), "answered by the recovered incarnation");
+      assertEquals(0L, kit.query(new BalanceOf("m-2")));
+    }
+  }
+  // end-snippet: query-unit-test
+
+  @Test
+  void aQueryTheLedgerDoesNotKnowFailsNamingIt() {
+    record Unknown() implements Query<String>, JacksonSerializable { }
+    try (PartitionActorTestKit<Payment, Ledger, Credited> kit = PartitionActorTestKit.create(LedgerActor::new)) {
+      UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+          () -> kit.query(new Unknown()));
+      assertEquals("io.fencepost.examples.LedgerActor answers no queries (a "
+          + Unknown.class.getName() + " was asked): override onQuery to answer it", e.getMessage());
+    }
+  }
 
   @Test
   void withAnOutboxTopicEachCreditIsJournaledForTheRelay() {

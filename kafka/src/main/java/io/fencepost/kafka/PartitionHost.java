@@ -9,22 +9,22 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.Optional;
+import java.util.function.BiFunction;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
+import io.fencepost.AppliedView;
 import io.fencepost.PartitionActor;
 import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
+import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.Done;
-import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.Props;
-import org.apache.pekko.actor.typed.Terminated;
-import org.apache.pekko.actor.typed.javadsl.ActorContext;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,31 +36,25 @@ import org.slf4j.LoggerFactory;
  * on one node a partition has at most one incarnation at a time: a new one
  * starts only after the previous one stopped.
  *
- * <p>Each admitted partition gets a small keeper actor that forwards commands to the partition's
- * actor and starts it again (recovering from the journal) when it stopped on its own, e.g. after
- * the fence refused its write.
+ * <p>Each admitted partition gets a small keeper actor ({@link PartitionKeeper}) that forwards
+ * commands to the partition's actor, starts it again (recovering from the journal) when it stopped on
+ * its own, e.g. after the fence refused its write, and answers queries from its journaled state.
  */
 final class PartitionHost implements OwnershipSeams.Actors {
 
   private static final Logger log = LoggerFactory.getLogger(PartitionHost.class);
   private static final AtomicLong KEEPERS = new AtomicLong();
 
-  /**
-   * The keeper's own message: its actor did not stop in time. Usually the keeper stopped first and
-   * the timer's message finds no one: not worth Pekko's dead-letter log line.
-   */
-  private enum ForceStop implements DeadLetterSuppression { INSTANCE }
-
   private final ActorSystem<?> system;
   private final String pipeline;
-  private final Function<PartitionId, Behavior<PartitionCommand>> behavior;
+  private final BiFunction<PartitionId, Consumer<AppliedView>, Behavior<PartitionCommand>> behavior;
   private final Duration stopTimeout;
   // Guarded by this.
   private final Map<PartitionId, Keeper> keepers = new HashMap<>();
 
   PartitionHost(ActorSystem<?> system, PipelineSettings settings,
       Function<PartitionContext, ? extends PartitionActor<?, ?, ?>> factory) {
-    this(system, settings.name(), id -> PartitionActor.behavior(id, settings.partitionActor(), factory),
+    this(system, settings.name(), (id, views) -> PartitionActor.behavior(id, settings.partitionActor(), factory, views),
         settings.askTimeout());
   }
 
@@ -69,15 +63,15 @@ final class PartitionHost implements OwnershipSeams.Actors {
    *     timeout) before it is stopped at once; a write it still had in flight is then either
    *     committed before the next incarnation recovers or refused by the fence
    */
-  PartitionHost(ActorSystem<?> system, String pipeline, Function<PartitionId, Behavior<PartitionCommand>> behavior,
-      Duration stopTimeout) {
+  PartitionHost(ActorSystem<?> system, String pipeline,
+      BiFunction<PartitionId, Consumer<AppliedView>, Behavior<PartitionCommand>> behavior, Duration stopTimeout) {
     this.system = system;
     this.pipeline = pipeline;
     this.behavior = behavior;
     this.stopTimeout = stopTimeout;
   }
 
-  private record Keeper(CompletionStage<ActorRef<PartitionCommand>> ref, CompletableFuture<Done> stopped,
+  private record Keeper(CompletionStage<ActorRef<Object>> ref, CompletableFuture<Done> stopped,
       boolean stopping) {
   }
 
@@ -98,8 +92,9 @@ final class PartitionHost implements OwnershipSeams.Actors {
       log.info("[{}] [{}] assigned again while its previous actor stops; it starts once that one stopped", pipeline,
           id.shortName());
     }
-    CompletableFuture<ActorRef<PartitionCommand>> ref = previous.toCompletableFuture().thenApply(d -> system
-        .<Object>systemActorOf(keeper(id, stopped), keeperName(id), Props.empty()).narrow());
+    CompletableFuture<ActorRef<Object>> ref = previous.toCompletableFuture().thenApply(d -> system
+        .systemActorOf(PartitionKeeper.create(pipeline, id, behavior, stopTimeout, stopped), keeperName(id),
+            Props.empty()));
     ref.whenComplete((r, e) -> {
       if (e != null) {
         log.error("[{}] [{}] could not start the keeper of its actor: {}", pipeline, id.shortName(), e.toString(), e);
@@ -119,9 +114,19 @@ final class PartitionHost implements OwnershipSeams.Actors {
       return CompletableFuture.failedFuture(new IllegalStateException(
           "[" + pipeline + "] partition " + id.shortName() + " is not assigned to this node"));
     }
-    CompletableFuture<ActorRef<PartitionCommand>> ref = k.ref().toCompletableFuture();
+    CompletableFuture<ActorRef<PartitionCommand>> ref = k.ref().toCompletableFuture().thenApply(ActorRef::narrow);
     // Pending only while a previous incarnation stops, which is forced after stopTimeout.
-    return ref.isDone() ? ref : ref.copy().orTimeout(2 * stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
+    return ref.isDone() ? ref : ref.orTimeout(2 * stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** The keeper of the partition's actor when the partition runs here (admitted, started, not stopping). */
+  synchronized Optional<ActorRef<QueryRequest>> localKeeper(PartitionId id) {
+    Keeper k = keepers.get(id);
+    if (k == null || k.stopping()) {
+      return Optional.empty();
+    }
+    CompletableFuture<ActorRef<Object>> ref = k.ref().toCompletableFuture();
+    return ref.isDone() && !ref.isCompletedExceptionally() ? Optional.of(ref.join().narrow()) : Optional.empty();
   }
 
   /** Stops the partition's actor (after the commands it already holds); completes when it stopped. */
@@ -149,64 +154,5 @@ final class PartitionHost implements OwnershipSeams.Actors {
   private String keeperName(PartitionId id) {
     return "fencepost-" + URLEncoder.encode(pipeline + "-" + id.qualifiedName(), StandardCharsets.UTF_8)
         + "-" + KEEPERS.incrementAndGet();
-  }
-
-  /**
-   * Forwards commands to the partition's actor, starting it (it recovers from the journal) whenever
-   * none runs; on {@link PartitionCommand.Stop} stops it and then itself.
-   */
-  private Behavior<Object> keeper(PartitionId id, CompletableFuture<Done> stopped) {
-    return Behaviors.setup(ctx -> new Object() {
-      private ActorRef<PartitionCommand> child;
-      private long incarnation;
-      private boolean stopping;
-
-      Behavior<Object> running() {
-        return Behaviors.receive(Object.class)
-            .onMessage(PartitionCommand.Stop.class, stop -> {
-              stopping = true;
-              if (child == null) {
-                return Behaviors.stopped();
-              }
-              child.tell(stop);
-              ctx.scheduleOnce(stopTimeout, ctx.getSelf(), ForceStop.INSTANCE);
-              return Behaviors.same();
-            })
-            .onMessageEquals(ForceStop.INSTANCE, () -> {
-              if (child != null) {
-                log.warn("[{}] [{}] actor did not stop within {} (a write in flight, or recovering); stopping it at "
-                    + "once (the journal's fence refuses a write it still had in flight if another incarnation "
-                    + "wrote first)", pipeline, id.shortName(), stopTimeout);
-                ctx.stop(child);
-              }
-              return Behaviors.same();
-            })
-            .onMessage(PartitionCommand.class, command -> {
-              if (child == null) {
-                child = start(ctx);
-              }
-              child.tell(command);
-              return Behaviors.same();
-            })
-            .onSignal(Terminated.class, t -> {
-              if (!t.getRef().equals(child)) {
-                return Behaviors.same();
-              }
-              child = null;
-              return stopping ? Behaviors.stopped() : Behaviors.same();
-            })
-            .onSignal(PostStop.class, s -> {
-              stopped.complete(Done.getInstance());
-              return Behaviors.same();
-            })
-            .build();
-      }
-
-      private ActorRef<PartitionCommand> start(ActorContext<Object> c) {
-        ActorRef<PartitionCommand> ref = c.spawn(behavior.apply(id), "incarnation-" + (++incarnation));
-        c.watch(ref);
-        return ref;
-      }
-    }.running());
   }
 }

@@ -62,6 +62,10 @@ final class PipelineConfig {
       int commitBatch = section.getInt(key);
       key = "commit.max-interval";
       v.commit = CommitSettings.of(commitBatch, section.getDuration(key));
+      key = "query.timeout";
+      Duration queryTimeout = section.getDuration(key);
+      key = "query.attempt-timeout";
+      v.query = QuerySettings.of(queryTimeout, section.getDuration(key));
       key = "drain-timeout";
       v.drainTimeout = section.getDuration(key);
       key = "progress-interval";

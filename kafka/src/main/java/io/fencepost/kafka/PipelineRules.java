@@ -54,6 +54,8 @@ final class PipelineRules {
     positive(p + "commit.max-batch", v.commit.maxBatch());
     positive(p + "commit.max-interval", v.commit.maxInterval());
     positive(p + "drain-timeout", v.drainTimeout);
+    positive(p + "query.timeout", v.query.timeout());
+    positive(p + "query.attempt-timeout", v.query.attemptTimeout());
     if (v.progressInterval.isNegative()) {
       throw new SettingsException(p + "progress-interval", v.progressInterval, "must be >= 0 (0s: no progress line)");
     }

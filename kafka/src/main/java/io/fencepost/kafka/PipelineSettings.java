@@ -20,7 +20,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
  *
  * <p>Every key has a {@code withX} that returns a copy, made by the one private {@code copy} method
  * and validated as new settings ({@link PipelineRules}). The blocks of the configuration
- * ({@code batch}, {@code retry-backoff}, {@code commit}, {@code handler-retry}, {@code dead-letter},
+ * ({@code batch}, {@code retry-backoff}, {@code commit}, {@code query}, {@code handler-retry}, {@code dead-letter},
  * {@code outbox}, {@code partition-actor}) are settings of their own, changed the same way:
  *
  * <pre>{@code
@@ -45,6 +45,7 @@ public final class PipelineSettings {
     Duration stallTimeout;
     Duration deadAfter;
     CommitSettings commit;
+    QuerySettings query;
     Duration drainTimeout;
     Duration progressInterval;
     HandlerRetrySettings handlerRetry;
@@ -149,6 +150,11 @@ public final class PipelineSettings {
   /** {@code dead-after}. */
   public PipelineSettings withDeadAfter(Duration value) {
     return copy(c -> c.deadAfter = Objects.requireNonNull(value, "deadAfter"));
+  }
+
+  /** {@code query}. */
+  public PipelineSettings withQuery(QuerySettings value) {
+    return copy(c -> c.query = Objects.requireNonNull(value, "query"));
   }
 
   /** {@code commit}. */
@@ -263,6 +269,11 @@ public final class PipelineSettings {
     return v.commit;
   }
 
+  /** How long queries through {@link Pipeline#query} may take. */
+  public QuerySettings query() {
+    return v.query;
+  }
+
   public Duration drainTimeout() {
     return v.drainTimeout;
   }
@@ -314,7 +325,7 @@ public final class PipelineSettings {
     return "PipelineSettings(name=" + v.name + ", bootstrapServers=" + v.bootstrapServers + ", topics=" + v.topics
         + ", groupId=" + v.groupId + ", autoOffsetReset=" + v.autoOffsetReset.configValue() + ", " + v.batch
         + ", askTimeout=" + v.askTimeout + ", " + v.retryBackoff + ", stallTimeout=" + v.stallTimeout + ", deadAfter="
-        + v.deadAfter + ", " + v.commit + ", drainTimeout=" + v.drainTimeout + ", progressInterval="
+        + v.deadAfter + ", " + v.commit + ", " + v.query + ", drainTimeout=" + v.drainTimeout + ", progressInterval="
         + v.progressInterval + ", kafkaClients=" + v.kafkaClients.keySet() + ", commonKafkaClients="
         + v.commonKafkaClients.keySet() + ", " + v.handlerRetry + ", " + v.deadLetter + ", outbox="
         + (v.outbox.enabled() ? "on" : "off") + ", partitionActor=" + v.partitionActor + ")";

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -14,6 +15,7 @@ import io.fencepost.GuaranteeStatement;
 import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
+import io.fencepost.Query;
 import io.fencepost.kafka.internal.FenceCheck;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.admin.Admin;
@@ -53,6 +55,7 @@ final class RunningPipeline<V> implements Pipeline {
   private final TopicChecks topicChecks;
   private final StallWatchdog watchdog;
   private final PipelineStatus statusAndHealth;
+  private final QueryRouter queries;
   private volatile CompletionStage<Done> stopped;
   private volatile Cancellable progress;
   private final ProgressLine progressLine = new ProgressLine();
@@ -110,6 +113,8 @@ final class RunningPipeline<V> implements Pipeline {
     this.watchdog = new StallWatchdog(system, settings, admin, consumerProperties, ownership, journal,
         () -> stopped != null, silentAfter(settings, deadLetters.longestWait()), ticker);
     this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, ticker);
+    this.queries = new QueryRouter(system, settings, host, new PartitionDirectory(system, settings.name()),
+        new TopicPartitionCounts(admin, ticker));
   }
 
   /**
@@ -210,6 +215,25 @@ final class RunningPipeline<V> implements Pipeline {
     return statusAndHealth.health(stopped != null);
   }
 
+  @Override
+  public <R> CompletionStage<QueryResult<R>> query(QueryTarget target, Query<R> query, QueryOptions options) {
+    Objects.requireNonNull(target, "target");
+    Objects.requireNonNull(query, "query");
+    Objects.requireNonNull(options, "options");
+    return stopped != null ? CompletableFuture.failedFuture(stoppedFailure()) : queries.query(target, query, options);
+  }
+
+  @Override
+  public CompletionStage<PartitionId> partitionOf(QueryTarget target) {
+    Objects.requireNonNull(target, "target");
+    return stopped != null ? CompletableFuture.failedFuture(stoppedFailure()) : queries.partitionOf(target);
+  }
+
+  private IllegalStateException stoppedFailure() {
+    return new IllegalStateException("[" + settings.name() + "] pipeline was stopped on this node: it answers no "
+        + "queries (ask a node where it runs)");
+  }
+
   private void closeClients() {
     admin.close(Duration.ofSeconds(5));
     logProbe.close();
@@ -234,6 +258,7 @@ final class RunningPipeline<V> implements Pipeline {
       return Done.getInstance();
     });
     consumerClosed.whenComplete((d, e) -> {
+      queries.close();
       relays.stopAll();
       closeClients();
     });

@@ -95,7 +95,7 @@ class PartitionHostTest {
   void noActorRunsForAPartitionThatWasNotAdmitted() {
     AtomicInteger incarnations = new AtomicInteger();
     PartitionHost host = new PartitionHost(kit.system(), "p1",
-        id -> standIn(incarnations, new LinkedBlockingQueue<>(), Duration.ZERO), Duration.ofSeconds(5));
+        (id, views) -> standIn(incarnations, new LinkedBlockingQueue<>(), Duration.ZERO), Duration.ofSeconds(5));
     ExecutionException e = assertThrows(ExecutionException.class,
         () -> host.actor(P0).toCompletableFuture().get(5, TimeUnit.SECONDS));
     assertInstanceOf(IllegalStateException.class, e.getCause());
@@ -107,7 +107,7 @@ class PartitionHostTest {
   void anActorThatStoppedOnItsOwnIsStartedAgainByTheNextCommand() throws Exception {
     AtomicInteger incarnations = new AtomicInteger();
     BlockingQueue<String> events = new LinkedBlockingQueue<>();
-    PartitionHost host = new PartitionHost(kit.system(), "p2", id -> standIn(incarnations, events, Duration.ZERO),
+    PartitionHost host = new PartitionHost(kit.system(), "p2", (id, views) -> standIn(incarnations, events, Duration.ZERO),
         Duration.ofSeconds(5));
     host.admit(P0);
     assertEquals(1, incarnationOf(host));
@@ -125,7 +125,7 @@ class PartitionHostTest {
     AtomicInteger incarnations = new AtomicInteger();
     BlockingQueue<String> events = new LinkedBlockingQueue<>();
     PartitionHost host = new PartitionHost(kit.system(), "p3",
-        id -> standIn(incarnations, events, Duration.ofMillis(500)), Duration.ofSeconds(5));
+        (id, views) -> standIn(incarnations, events, Duration.ofMillis(500)), Duration.ofSeconds(5));
     host.admit(P0);
     assertEquals(1, incarnationOf(host));
     host.stop(P0);
@@ -154,7 +154,7 @@ class PartitionHostTest {
             }).build())));
     AtomicInteger incarnations = new AtomicInteger();
     PartitionHost host = new PartitionHost(kit.system(), "p5",
-        id -> standIn(incarnations, new LinkedBlockingQueue<>(), Duration.ZERO), Duration.ofMillis(300));
+        (id, views) -> standIn(incarnations, new LinkedBlockingQueue<>(), Duration.ZERO), Duration.ofMillis(300));
     host.admit(P0);
     assertEquals(1, incarnationOf(host));
     host.stop(P0).toCompletableFuture().get(5, TimeUnit.SECONDS);
@@ -169,7 +169,7 @@ class PartitionHostTest {
     AtomicInteger incarnations = new AtomicInteger();
     BlockingQueue<String> events = new LinkedBlockingQueue<>();
     PartitionHost host = new PartitionHost(kit.system(), "p4",
-        id -> standIn(incarnations, events, Duration.ofMinutes(10)), Duration.ofMillis(300));
+        (id, views) -> standIn(incarnations, events, Duration.ofMinutes(10)), Duration.ofMillis(300));
     host.admit(P0);
     assertEquals(1, incarnationOf(host));
     long start = System.nanoTime();

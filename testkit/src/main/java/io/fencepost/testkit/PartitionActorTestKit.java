@@ -12,11 +12,13 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.AppliedBatch;
+import io.fencepost.AppliedView;
 import io.fencepost.BatchOutcome;
 import io.fencepost.DeadLetter;
 import io.fencepost.Inbound;
@@ -27,6 +29,7 @@ import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.PartitionStatus;
+import io.fencepost.Query;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.RecordsParkedException;
 import io.fencepost.errors.RetriableException;
@@ -40,6 +43,10 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitPlugin;
 import org.apache.pekko.persistence.testkit.PersistenceTestKitSnapshotPlugin;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializer;
+import org.apache.pekko.serialization.Serializers;
 
 /**
  * Unit tests for a {@link PartitionActor} without a broker or a database: the actor runs as in
@@ -89,6 +96,8 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
   /** Every record sent, by offset: what {@link #redeliver} sends again. */
   private final TreeMap<Long, Inbound<V>> sent = new TreeMap<>();
   private ActorRef<PartitionCommand> actor;
+  /** The journaled state the live incarnation published last (what queries are answered from). */
+  private AtomicReference<AppliedView> views;
   private int incarnations;
   /** The offset the next new record takes. */
   private long nextOffset;
@@ -165,7 +174,9 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
   }
 
   private ActorRef<PartitionCommand> start() {
-    return kit.spawn(PartitionActor.behavior(partition, settings, factory), "partition-" + (++incarnations));
+    AtomicReference<AppliedView> views = new AtomicReference<>();
+    this.views = views;
+    return kit.spawn(PartitionActor.behavior(partition, settings, factory, views::set), "partition-" + (++incarnations));
   }
 
   /** The partition the actor owns. */
@@ -359,6 +370,33 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
     TestProbe<Object> probe = kit.createTestProbe();
     actor.tell(new PartitionCommand.GetState(probe.ref()));
     return (S) probe.receiveMessage(TIMEOUT);
+  }
+
+  /**
+   * The actor's {@code onQuery} answer to {@code query}, from its journaled state, as a pipeline's
+   * query gets it: the query and the reply make a round trip through the serializers bound to their
+   * classes (a type that could not travel between nodes fails here, naming it).
+   */
+  @SuppressWarnings("unchecked")
+  public <R> R query(Query<R> query) {
+    status();   // the live incarnation has recovered: it published its state
+    Serialization serialization = SerializationExtension.get(kit.system().classicSystem());
+    Query<R> received = (Query<R>) roundTrip(serialization, query, "query");
+    return (R) roundTrip(serialization, views.get().answer(received), "reply");
+  }
+
+  private static Object roundTrip(Serialization serialization, Object o, String what) {
+    if (o == null) {
+      return null;
+    }
+    try {
+      byte[] bytes = serialization.serialize(o).get();
+      Serializer serializer = serialization.findSerializerFor(o);
+      return serialization.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, o)).get();
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("the " + what + " " + o.getClass().getName() + " cannot travel between "
+          + "nodes (" + e + "): implement io.fencepost.JacksonSerializable or bind a serializer to it", e);
+    }
   }
 
   /** The actor's stored position and counters. */

@@ -11,9 +11,14 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.GuaranteeStatement;
+import io.fencepost.PartitionId;
+import io.fencepost.Query;
 import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineHealth;
+import io.fencepost.kafka.QueryOptions;
+import io.fencepost.kafka.QueryResult;
+import io.fencepost.kafka.QueryTarget;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -63,6 +68,16 @@ class LivenessWatchTest {
     @Override
     public PipelineHealth health() {
       return current.get();
+    }
+
+    @Override
+    public <R> CompletionStage<QueryResult<R>> query(QueryTarget target, Query<R> query, QueryOptions options) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public CompletionStage<PartitionId> partitionOf(QueryTarget target) {
+      throw new UnsupportedOperationException();
     }
 
     @Override

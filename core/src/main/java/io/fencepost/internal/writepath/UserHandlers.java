@@ -5,6 +5,7 @@ import java.util.Optional;
 import io.fencepost.Effects;
 import io.fencepost.ExternalCall;
 import io.fencepost.Inbound;
+import io.fencepost.Query;
 
 /**
  * A {@link io.fencepost.PartitionActor}'s hooks as the write path calls them. The hooks stay
@@ -29,6 +30,9 @@ public interface UserHandlers<V, S, E> {
 
   /** {@code PartitionActor.onRecovered}. */
   void onRecovered(S state, long nextOffset);
+
+  /** {@code PartitionActor.onQuery}. */
+  Object onQuery(S state, Query<?> query);
 
   /** The external call {@code effects} asks for (see {@link Effects#hasCall()}); not public on Effects. */
   ExternalCall callOf(Effects<E> effects);

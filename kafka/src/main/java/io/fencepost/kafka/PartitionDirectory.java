@@ -1,0 +1,102 @@
+package io.fencepost.kafka;
+
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.fencepost.PartitionId;
+import io.fencepost.kafka.internal.QueryRequest;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.apache.pekko.actor.typed.receptionist.ServiceKey;
+
+/**
+ * Which nodes' keepers serve which partition, as the receptionist lists them (Pekko's cluster
+ * receptionist on a cluster, its local one otherwise): each keeper registers under its partition's
+ * key once it holds a journaled state and deregisters when told to stop. A partition is looked up
+ * on its first query and followed from then on, so later queries need no lookup. Listings hold only
+ * reachable nodes; a node that failed drops out when the cluster sees it unreachable.
+ */
+final class PartitionDirectory {
+
+  /** The owners of a partition, and since when it has none ({@code null} while it has some). */
+  private record Entry(Set<ActorRef<QueryRequest>> owners, Instant noneSince) {
+  }
+
+  private enum Close { INSTANCE }
+
+  private record Follow(PartitionId id) {
+  }
+
+  private record Listed(PartitionId id, Set<ActorRef<QueryRequest>> owners) {
+  }
+
+  private static final AtomicLong DIRECTORIES = new AtomicLong();
+
+  private final Map<PartitionId, CompletableFuture<Void>> followed = new ConcurrentHashMap<>();
+  private final Map<PartitionId, Entry> entries = new ConcurrentHashMap<>();
+  private final ActorRef<Object> follower;
+
+  PartitionDirectory(ActorSystem<?> system, String pipeline) {
+    this.follower = system.systemActorOf(follower(), "fencepost-query-directory-"
+        + URLEncoder.encode(pipeline, StandardCharsets.UTF_8) + "-" + DIRECTORIES.incrementAndGet(),
+        Props.empty());
+  }
+
+  /** The receptionist key a partition's keeper registers under. */
+  static ServiceKey<QueryRequest> key(PartitionId id) {
+    return ServiceKey.create(QueryRequest.class, "fencepost-partition|" + id.group() + "|" + id.topic() + "|"
+        + id.partition());
+  }
+
+  /** The keepers serving the partition now (after its first listing arrived). */
+  CompletionStage<Set<ActorRef<QueryRequest>>> owners(PartitionId id) {
+    CompletableFuture<Void> first = followed.computeIfAbsent(id, p -> {
+      follower.tell(new Follow(p));
+      return new CompletableFuture<>();
+    });
+    return first.thenApply(v -> entries.get(id).owners());
+  }
+
+  /** Since when the partition has no listed owner; {@code fallback} when it has some or was never looked up. */
+  Instant noOwnerSince(PartitionId id, Instant fallback) {
+    Entry e = entries.get(id);
+    return e == null || e.noneSince() == null ? fallback : e.noneSince();
+  }
+
+  /** Stops following. */
+  void close() {
+    follower.tell(Close.INSTANCE);
+  }
+
+  private Behavior<Object> follower() {
+    return Behaviors.setup(ctx -> Behaviors.receive(Object.class)
+        .onMessage(Follow.class, f -> {
+          ServiceKey<QueryRequest> key = key(f.id());
+          ActorRef<Receptionist.Listing> listings = ctx.messageAdapter(Receptionist.Listing.class,
+              l -> new Listed(f.id(), l.getServiceInstances(key)));
+          ctx.getSystem().receptionist().tell(Receptionist.subscribe(key, listings));
+          return Behaviors.same();
+        })
+        .onMessage(Listed.class, l -> {
+          Entry before = entries.get(l.id());
+          Instant noneSince = !l.owners().isEmpty() ? null
+              : before != null && before.noneSince() != null ? before.noneSince() : Instant.now();
+          entries.put(l.id(), new Entry(Set.copyOf(l.owners()), noneSince));
+          followed.get(l.id()).complete(null);
+          return Behaviors.same();
+        })
+        .onMessageEquals(Close.INSTANCE, Behaviors::stopped)
+        .build());
+  }
+}

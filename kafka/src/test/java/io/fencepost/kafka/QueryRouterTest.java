@@ -1,0 +1,297 @@
+package io.fencepost.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.AppliedView;
+import io.fencepost.JacksonSerializable;
+import io.fencepost.PartitionCommand;
+import io.fencepost.PartitionId;
+import io.fencepost.Query;
+import io.fencepost.errors.PartitionMovingException;
+import io.fencepost.errors.PositionNotReachedException;
+import io.fencepost.errors.QueryFailedException;
+import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Queries routed on one actor system (the local receptionist stands for the cluster's): the owner
+ * answers from its published state, a bound is waited for, a move is retried, a session never goes
+ * back, and each failure is the exception that names it. Partition actors are stand-ins that publish
+ * a state at an offset the test sets.
+ */
+class QueryRouterTest {
+
+  private static final ActorTestKit kit = ActorTestKit.create(ConfigFactory.parseString(
+      "pekko.actor.provider = local").withFallback(ConfigFactory.load()));
+  private static final String TOPIC = "payments";
+
+  @AfterAll
+  static void shutdown() {
+    kit.shutdownTestKit();
+  }
+
+  record Ask(String what) implements Query<String>, JacksonSerializable {
+  }
+
+  /** Not serializable between nodes: no serializer is bound to it. */
+  record Plain() implements Query<String> {
+  }
+
+  /** One node's stand-ins: each partition's state is at the offset {@link #offsets} holds; a command republishes it. */
+  private static final class Node {
+    final Map<Integer, AtomicLong> offsets = new ConcurrentHashMap<>();
+    final PartitionHost host;
+
+    Node(String pipeline) {
+      host = new PartitionHost(kit.system(), pipeline, this::standIn, Duration.ofSeconds(5));
+    }
+
+    private Behavior<PartitionCommand> standIn(PartitionId id, java.util.function.Consumer<AppliedView> views) {
+      AtomicLong offset = offsets.computeIfAbsent(id.partition(), p -> new AtomicLong(10));
+      return Behaviors.setup(ctx -> {
+        views.accept(view(id, offset.get()));
+        return Behaviors.receive(PartitionCommand.class)
+            .onMessage(PartitionCommand.Stop.class, s -> Behaviors.stopped())
+            .onAnyMessage(m -> {
+              views.accept(view(id, offset.get()));
+              return Behaviors.same();
+            })
+            .build();
+      });
+    }
+
+    private static AppliedView view(PartitionId id, long next) {
+      return new AppliedView(id, next, "inc-" + next, q -> {
+        if (q instanceof Ask a && a.what().equals("boom")) {
+          throw new IllegalStateException("no such thing");
+        }
+        return q instanceof Ask a ? a.what() + "@" + next : null;
+      });
+    }
+
+    /** Sets the partition's offset and has its actor publish it. */
+    void advance(PartitionId id, long next) throws Exception {
+      offsets.get(id.partition()).set(next);
+      host.actor(id).toCompletableFuture().get(5, TimeUnit.SECONDS)
+          .tell(new PartitionCommand.GetStatus(kit.system().ignoreRef()));
+    }
+
+    QueryRouter router(PipelineSettings settings) {
+      return new QueryRouter(kit.system(), settings, host, new PartitionDirectory(kit.system(), settings.name()),
+          new TopicPartitionCounts(topic -> CompletableFuture.completedFuture(4), Ticker.SYSTEM));
+    }
+  }
+
+  private static PipelineSettings settings(String name) {
+    return PipelineSettings.create(kit.system(), name).withTopics(List.of(TOPIC)).withBootstrapServers("unused:9092")
+        .withGroupId(name);   // each test its own group: its partitions are its own in the shared receptionist
+  }
+
+  private static PartitionId partition(String group, int p) {
+    return new PartitionId(group, TOPIC, p);
+  }
+
+  private static <T> T get(CompletionStage<T> stage) throws Exception {
+    return stage.toCompletableFuture().get(10, TimeUnit.SECONDS);
+  }
+
+  private static Throwable failure(CompletionStage<?> stage) {
+    ExecutionException e = assertThrows(ExecutionException.class, () -> get(stage));
+    return e.getCause();
+  }
+
+  @Test
+  void theOwnerOnThisNodeAnswersFromItsPublishedState() throws Exception {
+    Node node = new Node("q1");
+    node.host.admit(partition("q1", 2));
+    QueryResult<String> r = get(node.router(settings("q1")).query(QueryTarget.partition(TOPIC, 2), new Ask("hi"),
+        QueryOptions.defaults()));
+    assertEquals("hi@10", r.reply());
+    assertEquals(partition("q1", 2), r.partition());
+    assertEquals(10, r.appliedNextOffset());
+    assertEquals("inc-10", r.incarnation());
+    assertEquals(kit.system().address().toString(), r.node());
+    assertTrue(r.local());
+  }
+
+  @Test
+  void aNodeThatDoesNotOwnThePartitionAsksItsOwnerThroughTheReceptionist() throws Exception {
+    Node owner = new Node("q2");
+    Node other = new Node("q2");
+    owner.host.admit(partition("q2", 1));
+    QueryResult<String> r = get(other.router(settings("q2")).query(QueryTarget.partition(TOPIC, 1), new Ask("x"),
+        QueryOptions.defaults()));
+    assertEquals("x@10", r.reply());
+    assertFalse(other.host.localKeeper(partition("q2", 1)).isPresent(), "the asking node owns nothing");
+  }
+
+  @Test
+  void aKeyIsMappedToThePartitionKafkasDefaultPartitionerPicks() throws Exception {
+    QueryRouter router = new Node("q3").router(settings("q3"));
+    for (String key : List.of("m-1", "m-2", "merchant-42", "", "é")) {
+      int expected = BuiltInPartitioner.partitionForKey(key.getBytes(StandardCharsets.UTF_8), 4);
+      assertEquals(partition("q3", expected), get(router.partitionOf(QueryTarget.key(TOPIC, key))), key);
+    }
+  }
+
+  @Test
+  void aTopicThePipelineDoesNotConsumeOrAPartitionItDoesNotHaveIsRefused() {
+    QueryRouter router = new Node("q4").router(settings("q4"));
+    Throwable topic = failure(router.query(QueryTarget.partition("other", 0), new Ask("x"), QueryOptions.defaults()));
+    assertInstanceOf(IllegalArgumentException.class, topic);
+    assertEquals("[q4] consumes [payments], not [other]: a query names a topic of its pipeline", topic.getMessage());
+    Throwable partition = failure(router.query(QueryTarget.partition(TOPIC, 4), new Ask("x"),
+        QueryOptions.defaults()));
+    assertEquals("[q4] topic [payments] has 4 partitions: partition 4 does not exist", partition.getMessage());
+  }
+
+  @Test
+  void aBoundAboveTheAppliedStateIsWaitedForAndAnsweredOnceReached() throws Exception {
+    Node node = new Node("q5");
+    node.host.admit(partition("q5", 0));
+    CompletionStage<QueryResult<String>> answer = node.router(settings("q5")).query(QueryTarget.partition(TOPIC, 0),
+        new Ask("b"), QueryOptions.defaults().afterOffset(14));
+    Thread.sleep(200);   // (not a wait for a condition: the answer must not come before the offset moved)
+    assertFalse(answer.toCompletableFuture().isDone(), "answered from a state without offset 14");
+    node.advance(partition("q5", 0), 15);
+    QueryResult<String> r = get(answer);
+    assertEquals("b@15", r.reply());
+    assertEquals(15, r.appliedNextOffset());
+  }
+
+  @Test
+  void aBoundNotReachedWithinTheTimeoutFailsNamingBothOffsets() throws Exception {
+    Node node = new Node("q6");
+    node.host.admit(partition("q6", 0));
+    Throwable e = failure(node.router(settings("q6")).query(QueryTarget.partition(TOPIC, 0), new Ask("b"),
+        QueryOptions.defaults().afterOffset(10).withTimeout(Duration.ofMillis(400))));
+    assertInstanceOf(PositionNotReachedException.class, e, e.getMessage());
+    assertEquals("[q6|payments|0] applied state is at next offset 10, the query needs 11 or more; not reached within "
+        + "400 ms", e.getMessage());
+  }
+
+  @Test
+  void aPartitionWithoutOwnerFailsAsMovingWithinTheTimeout() {
+    Node node = new Node("q7");
+    long start = System.nanoTime();
+    Throwable e = failure(node.router(settings("q7")).query(QueryTarget.partition(TOPIC, 3), new Ask("m"),
+        QueryOptions.defaults().withTimeout(Duration.ofMillis(300))));
+    long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    assertInstanceOf(PartitionMovingException.class, e);
+    assertTrue(e.getMessage().startsWith("[q7|payments|3] partition is moving: no owner answered within 300 ms (no "
+        + "owner known since "), e.getMessage());
+    assertTrue(e.getMessage().endsWith("; last attempt: no node serves it"), e.getMessage());
+    assertTrue(tookMillis >= 300 && tookMillis < 3000, "took " + tookMillis + " ms");
+  }
+
+  @Test
+  void aQueryDuringAMoveIsAnsweredByTheNextOwner() throws Exception {
+    Node first = new Node("q8");
+    Node second = new Node("q8");
+    Node asker = new Node("q8");
+    first.host.admit(partition("q8", 0));
+    QueryRouter router = asker.router(settings("q8"));
+    assertEquals("a@10", get(router.query(QueryTarget.partition(TOPIC, 0), new Ask("a"), QueryOptions.defaults()))
+        .reply());
+    get(first.host.stop(partition("q8", 0)));
+    CompletionStage<QueryResult<String>> during = router.query(QueryTarget.partition(TOPIC, 0), new Ask("a"),
+        QueryOptions.defaults().withTimeout(Duration.ofSeconds(5)));
+    second.offsets.put(0, new AtomicLong(12));
+    second.host.admit(partition("q8", 0));
+    assertEquals("a@12", get(during).reply());
+  }
+
+  @Test
+  void aSessionIsNeverAnsweredFromAStateOlderThanOneItSaw() throws Exception {
+    Node owner = new Node("q9");
+    Node zombie = new Node("q9");
+    Node asker = new Node("q9");
+    owner.offsets.put(0, new AtomicLong(20));
+    owner.host.admit(partition("q9", 0));
+    Pipeline pipeline = new RouterPipeline(asker.router(settings("q9")));
+    QuerySession session = pipeline.newSession();
+    assertEquals(20, get(session.query(QueryTarget.partition(TOPIC, 0), new Ask("s"))).appliedNextOffset());
+    get(owner.host.stop(partition("q9", 0)));
+    zombie.host.admit(partition("q9", 0));   // at offset 10: an older state
+    Throwable e = failure(session.query(QueryTarget.partition(TOPIC, 0), new Ask("s"),
+        QueryOptions.defaults().withTimeout(Duration.ofMillis(500))));
+    assertInstanceOf(PositionNotReachedException.class, e, e.getMessage());
+    assertEquals(20, ((PositionNotReachedException) e).requiredNextOffset());
+    assertEquals(10, get(pipeline.query(QueryTarget.partition(TOPIC, 0), new Ask("s"))).appliedNextOffset(),
+        "without the session the older state answers");
+    assertEquals(20, session.lastSeen(partition("q9", 0)));
+  }
+
+  @Test
+  void onQueryFailingOrAnUnserializableQueryFailsTheQueryNamingWhy() throws Exception {
+    Node node = new Node("q10");
+    node.host.admit(partition("q10", 0));
+    QueryRouter router = node.router(settings("q10"));
+    Throwable failed = failure(router.query(QueryTarget.partition(TOPIC, 0), new Ask("boom"), QueryOptions.defaults()));
+    assertInstanceOf(QueryFailedException.class, failed);
+    assertEquals("[q10|payments|0] query failed: java.lang.IllegalStateException: no such thing", failed.getMessage());
+    Throwable plain = failure(router.query(QueryTarget.partition(TOPIC, 0), new Plain(), QueryOptions.defaults()));
+    assertInstanceOf(IllegalArgumentException.class, plain);
+    assertEquals("a query of class " + Plain.class.getName() + " has no serializer: implement "
+        + "io.fencepost.JacksonSerializable or bind a serializer to it under pekko.actor.serialization-bindings",
+        plain.getMessage());
+  }
+
+  /** The pipeline surface of a router, for sessions. */
+  private record RouterPipeline(QueryRouter router) implements Pipeline {
+    @Override
+    public <R> CompletionStage<QueryResult<R>> query(QueryTarget target, Query<R> query, QueryOptions options) {
+      return router.query(target, query, options);
+    }
+
+    @Override
+    public CompletionStage<PartitionId> partitionOf(QueryTarget target) {
+      return router.partitionOf(target);
+    }
+
+    @Override
+    public String name() {
+      return "router";
+    }
+
+    @Override
+    public io.fencepost.GuaranteeStatement guarantee() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public CompletionStage<List<PartitionView>> status() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public PipelineHealth health() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public CompletionStage<org.apache.pekko.Done> stop() {
+      throw new UnsupportedOperationException();
+    }
+  }
+}
