@@ -25,15 +25,22 @@ final class SteadyPayments {
   private final String bootstrap;
   private final String topic;
   private final double rate;
+  private final String idPrefix;
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
   private final Thread thread = new Thread(this::send, "steady-payments");
   private volatile boolean running = true;
   private volatile long sent;
 
   SteadyPayments(String bootstrap, String topic, double rate) {
+    this(bootstrap, topic, rate, "pay-");
+  }
+
+  /** Payments whose ids start with {@code idPrefix} (a run after another needs ids of its own). */
+  SteadyPayments(String bootstrap, String topic, double rate, String idPrefix) {
     this.bootstrap = bootstrap;
     this.topic = topic;
     this.rate = rate;
+    this.idPrefix = idPrefix;
   }
 
   /** Starts sending; returns at once. */
@@ -56,7 +63,7 @@ final class SteadyPayments {
         long due = (long) ((System.nanoTime() - start) / 1e9 * rate) + 1;
         for (; i < due; i++) {
           String merchant = Workload.merchant(i);
-          producer.send(new ProducerRecord<>(topic, merchant, new Payment("pay-" + i, merchant, Workload.cents(i))),
+          producer.send(new ProducerRecord<>(topic, merchant, new Payment(idPrefix + i, merchant, Workload.cents(i))),
               (md, e) -> {
                 if (e != null) {
                   failure.compareAndSet(null, e);

@@ -60,7 +60,8 @@ public final class LedgerNode implements AutoCloseable {
 
   /**
    * Starts a node; with {@code management} (host and port) it also serves its operations endpoints
-   * there ({@code /ready}, {@code /alive}, {@code /metrics}, {@code /cluster/members}).
+   * there ({@code /ready}, {@code /alive}, {@code /metrics}, {@code /cluster/members}, and
+   * {@code /balances/{merchant}}, answered from any node: {@link BalancesRoute}).
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
       int port, List<String> seeds, Optional<String> outboxTopic,
@@ -71,7 +72,10 @@ public final class LedgerNode implements AutoCloseable {
     Map<String, Object> given = new HashMap<>(Map.of(
         "pekko.remote.artery.canonical.hostname", host,
         "pekko.remote.artery.canonical.port", port,
-        "pekko.cluster.seed-nodes", seedNodes.stream().map(s -> "pekko://" + SYSTEM_NAME + "@" + s).toList()));
+        "pekko.cluster.seed-nodes", seedNodes.stream().map(s -> "pekko://" + SYSTEM_NAME + "@" + s).toList(),
+        // GET /balances/{merchant} on the management port (BalancesRoute), for the ledger's topic.
+        "pekko.management.http.routes.ledger-balances", BalancesRoute.class.getName(),
+        "fencepost-examples.ledger.topic", topic));
     management.ifPresent(m -> {
       given.put("fencepost.management.hostname", m.getKey());
       given.put("fencepost.management.port", m.getValue());

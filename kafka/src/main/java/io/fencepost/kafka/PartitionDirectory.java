@@ -61,10 +61,15 @@ final class PartitionDirectory {
 
   /** The keepers serving the partition now (after its first listing arrived). */
   CompletionStage<Set<ActorRef<QueryRequest>>> owners(PartitionId id) {
-    CompletableFuture<Void> first = followed.computeIfAbsent(id, p -> {
-      follower.tell(new Follow(p));
-      return new CompletableFuture<>();
-    });
+    CompletableFuture<Void> first = followed.get(id);
+    if (first == null) {
+      CompletableFuture<Void> mine = new CompletableFuture<>();
+      first = followed.putIfAbsent(id, mine);
+      if (first == null) {
+        first = mine;
+        follower.tell(new Follow(id));   // after the future is in the map: its first listing completes it
+      }
+    }
     return first.thenApply(v -> entries.get(id).owners());
   }
 
@@ -93,7 +98,7 @@ final class PartitionDirectory {
           Instant noneSince = !l.owners().isEmpty() ? null
               : before != null && before.noneSince() != null ? before.noneSince() : Instant.now();
           entries.put(l.id(), new Entry(Set.copyOf(l.owners()), noneSince));
-          followed.get(l.id()).complete(null);
+          followed.computeIfAbsent(l.id(), p -> new CompletableFuture<>()).complete(null);
           return Behaviors.same();
         })
         .onMessageEquals(Close.INSTANCE, Behaviors::stopped)

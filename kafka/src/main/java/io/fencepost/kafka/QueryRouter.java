@@ -131,7 +131,8 @@ final class QueryRouter {
     a.attempts++;
     Optional<ActorRef<QueryRequest>> local = host.localKeeper(a.id);
     CompletionStage<Set<ActorRef<QueryRequest>>> owners = local.isPresent()
-        ? CompletableFuture.completedFuture(Set.of(local.get())) : directory.owners(a.id);
+        ? CompletableFuture.completedFuture(Set.of(local.get()))
+        : directory.owners(a.id).toCompletableFuture().orTimeout(remainingMillis, TimeUnit.MILLISECONDS);
     owners.whenComplete((found, e) -> {
       if (e != null || found.isEmpty()) {
         a.lastFailure = e != null ? e.toString() : "no node serves it";
@@ -165,6 +166,8 @@ final class QueryRouter {
           : failure;
       a.lastFailure = "the owner at " + owner.path().address() + " did not answer (" + cause.getClass().getSimpleName()
           + ")";
+    } else if (reply instanceof QueryReply.Answer answer && !answer.partition().equals(a.id)) {
+      a.lastFailure = "the keeper at " + owner.path() + " answered for " + answer.partition().qualifiedName();
     } else if (reply instanceof QueryReply.Answer answer) {
       @SuppressWarnings("unchecked")
       R r = (R) answer.reply();

@@ -1,0 +1,258 @@
+package io.fencepost.benchmarks;
+
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.fencepost.embedded.Directories;
+import io.fencepost.embedded.FreePorts;
+import io.fencepost.embedded.JvmProcess;
+import io.fencepost.embedded.Postgres;
+import io.fencepost.examples.LedgerNode;
+import io.fencepost.examples.Payment;
+import io.fencepost.examples.PaymentJson;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.tools.Main;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Query latency and what queries cost the ledger's ingest: two ledger nodes as separate JVMs (the
+ * broker in a third, the journal on an embedded PostgreSQL), {@value #PARTITIONS} partitions, queries
+ * {@code GET /balances/{merchant}} through node 0's management port. An answer is "local" when node 0
+ * owns the merchant's partition and "remote" when node 1 answered over the cluster.
+ *
+ * <ol>
+ *   <li>idle: {@value #LATENCY_QPS} queries/s for {@value #LATENCY_SECONDS} s, no ingest;</li>
+ *   <li>ingest: a backlog of {@code backlog} payments applied from the first send to the last
+ *       apply, alternately without queries and with {@value #LOAD_QPS} queries/s, three times each;</li>
+ *   <li>loaded: payments at half the ingest rate measured without queries, while
+ *       {@value #LATENCY_QPS} queries/s run for {@value #LATENCY_SECONDS} s.</li>
+ * </ol>
+ *
+ * <p>Latency is measured by the client: the HTTP request on loopback, the route, the query (and
+ * for a remote answer, the round trip over Artery) and the reply. Run: {@code QueryLatency [backlog]}
+ * (default 60,000).
+ */
+final class QueryLatency {
+
+  static final String TOPIC = "payments";
+  static final int PARTITIONS = 8;
+  static final int LATENCY_QPS = 200;
+  static final int LATENCY_SECONDS = 15;
+  static final int LOAD_QPS = 1000;
+  private static final Duration START_LIMIT = Duration.ofSeconds(120);
+
+  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(5)).build();
+  private final int[] management = new int[2];
+  private final PrintStream out;
+  private String bootstrap;
+  private int idBlock;
+
+  private QueryLatency(PrintStream out) {
+    this.out = out;
+  }
+
+  public static void main(String[] args) throws Exception {
+    int backlog = args.length > 0 ? Integer.parseInt(args[0]) : 60_000;
+    new QueryLatency(System.out).run(backlog);
+    System.exit(0);
+  }
+
+  private void run(int backlog) throws Exception {
+    Path dir = Path.of("target", "query-latency").toAbsolutePath();
+    Directories.deleteRecursively(dir);
+    List<JvmProcess> started = new ArrayList<>();
+    Postgres postgres = null;
+    try {
+      JvmProcess broker = JvmProcess.start("broker", Main.class.getName(), List.of("broker", "--dir",
+          dir.resolve("kafka").toString(), "--port", Integer.toString(FreePorts.next()), "--topic",
+          TOPIC + ":" + PARTITIONS), dir.resolve("broker.log"));
+      started.add(broker);
+      bootstrap = broker.awaitLine("BOOTSTRAP=", START_LIMIT).substring("BOOTSTRAP=".length());
+      postgres = Postgres.startEmbedded(dir.resolve("postgres"), FreePorts.next());
+      JournalDatabase db = postgres.createDatabase("query_latency");
+      db.installSchema();
+      int[] ports = {FreePorts.next(), FreePorts.next()};
+      List<String> contacts = List.of("127.0.0.1:" + ports[0], "127.0.0.1:" + ports[1]);
+      for (int i = 0; i < 2; i++) {
+        management[i] = FreePorts.next();
+        List<String> args = new ArrayList<>(LedgerNode.commandLine(bootstrap, TOPIC, "ledger", db, ports[i], contacts));
+        args.addAll(List.of("--management-port", Integer.toString(management[i])));
+        started.add(JvmProcess.start("node" + i, Main.class.getName(), args, dir.resolve("node" + i + ".log")));
+      }
+      for (JvmProcess n : started.subList(1, started.size())) {
+        n.awaitLine("READY", START_LIMIT);
+      }
+      out.printf(Locale.ROOT, "2 ledger nodes, %d partitions, journal %s; logs in %s%n", PARTITIONS, db.jdbcUrl(), dir);
+      long applied = ingest(20_000);   // warm-up: JIT, pools, every partition's actor
+      out.printf(Locale.ROOT, "warm-up: 20,000 payments applied (%,d in all)%n", applied);
+      latency("idle", null);
+
+      List<Double> without = new ArrayList<>();
+      List<Double> with = new ArrayList<>();
+      for (int round = 0; round < 3; round++) {
+        long t0 = System.nanoTime();
+        ingest(backlog);
+        without.add(backlog / ((System.nanoTime() - t0) / 1e9));
+        t0 = System.nanoTime();
+        Load queries = new Load(LOAD_QPS);
+        ingest(backlog);
+        with.add(backlog / ((System.nanoTime() - t0) / 1e9));
+        queries.stop();
+        out.printf(Locale.ROOT, "round %d: ingest %,.0f payments/s without queries, %,.0f/s with %,d queries/s "
+            + "(%,d answered, %,d failed)%n", round + 1, without.get(round), with.get(round), LOAD_QPS,
+            queries.answered.get(), queries.failed.get());
+      }
+      double rateWithout = median(without);
+      double rateWith = median(with);
+      out.printf(Locale.ROOT, "ingest: median %,.0f payments/s without queries, %,.0f/s with %,d queries/s: %.2fx%n",
+          rateWithout, rateWith, LOAD_QPS, rateWith / rateWithout);
+
+      SteadyPayments payments = new SteadyPayments(bootstrap, TOPIC, rateWithout / 2, "steady-");
+      payments.start();
+      Thread.sleep(5_000);
+      latency(String.format(Locale.ROOT, "loaded (%,.0f payments/s)", rateWithout / 2), payments);
+      payments.stop();
+      payments.check();
+    } finally {
+      List<JvmProcess> byAge = new ArrayList<>(started);
+      Collections.reverse(byAge);   // the nodes before the broker
+      byAge.forEach(JvmProcess::close);
+      if (postgres != null) {
+        postgres.close();
+      }
+      Directories.deleteRecursively(dir.resolve("postgres"));
+      Directories.deleteRecursively(dir.resolve("kafka"));
+    }
+  }
+
+  /** Sends {@code count} new payments as fast as the producer goes and waits until all are applied. */
+  private long ingest(int count) throws Exception {
+    long target = applied() + count;
+    int block = ++idBlock;
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    try (KafkaProducer<String, Payment> producer = new KafkaProducer<>(p, new StringSerializer(), new PaymentJson())) {
+      for (int i = 0; i < count; i++) {
+        String merchant = Workload.merchant(i);
+        producer.send(new ProducerRecord<>(TOPIC, merchant, new Payment("b" + block + "-" + i, merchant,
+            Workload.cents(i))));
+      }
+    }
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
+    long now;
+    while ((now = applied()) < target) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("applied " + now + " of " + target + " within 5 minutes");
+      }
+      Thread.sleep(20);
+    }
+    return now;
+  }
+
+  /** Payments applied by both nodes (their Prometheus counters, summed over their partitions). */
+  private long applied() throws Exception {
+    long sum = 0;
+    for (int m : management) {
+      String body = get("http://127.0.0.1:" + m + "/metrics").body();
+      for (String line : body.split("\n")) {
+        if (line.startsWith("fencepost_records_applied_total{")) {
+          sum += (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+        }
+      }
+    }
+    return sum;
+  }
+
+  /** {@value #LATENCY_QPS} queries/s for {@value #LATENCY_SECONDS} s; prints p50/p99 local and remote. */
+  private void latency(String label, SteadyPayments payments) throws Exception {
+    Load load = new Load(LATENCY_QPS);
+    Thread.sleep(TimeUnit.SECONDS.toMillis(LATENCY_SECONDS));
+    load.stop();
+    if (payments != null) {
+      payments.check();
+    }
+    List<Long> local = new ArrayList<>(load.local);
+    List<Long> remote = new ArrayList<>(load.remote);
+    Collections.sort(local);
+    Collections.sort(remote);
+    out.printf(Locale.ROOT, "%s: %,d queries (%,d failed); local p50 %.2f ms, p99 %.2f ms (%,d); remote p50 %.2f ms, "
+        + "p99 %.2f ms (%,d)%n", label, local.size() + remote.size() + load.failed.get(), load.failed.get(),
+        millis(local, 50), millis(local, 99), local.size(), millis(remote, 50), millis(remote, 99), remote.size());
+  }
+
+  /** Open-loop queries through node 0 at a fixed rate, each timed from its send to its answer. */
+  private final class Load {
+    final ConcurrentLinkedQueue<Long> local = new ConcurrentLinkedQueue<>();
+    final ConcurrentLinkedQueue<Long> remote = new ConcurrentLinkedQueue<>();
+    final AtomicLong answered = new AtomicLong();
+    final AtomicLong failed = new AtomicLong();
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+    private final AtomicLong sent = new AtomicLong();
+
+    Load(int perSecond) {
+      long periodMicros = 1_000_000L / perSecond;
+      timer.scheduleAtFixedRate(this::one, 0, periodMicros, TimeUnit.MICROSECONDS);
+    }
+
+    private void one() {
+      String merchant = Workload.merchant((int) sent.getAndIncrement());
+      long start = System.nanoTime();
+      http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + management[0] + "/balances/" + merchant))
+          .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString())
+          .whenComplete((r, e) -> {
+            long took = System.nanoTime() - start;
+            if (e != null || r.statusCode() != 200) {
+              failed.incrementAndGet();
+            } else {
+              answered.incrementAndGet();
+              (r.body().contains("\"local\":true") ? local : remote).add(took);
+            }
+          });
+    }
+
+    void stop() throws InterruptedException {
+      timer.shutdown();
+      timer.awaitTermination(5, TimeUnit.SECONDS);
+      Thread.sleep(1_000);   // the last answers
+    }
+  }
+
+  private HttpResponse<String> get(String url) throws Exception {
+    return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static double millis(List<Long> sorted, int p) {
+    if (sorted.isEmpty()) {
+      return Double.NaN;
+    }
+    return sorted.get(Math.min(sorted.size() - 1, (int) Math.ceil(p / 100.0 * sorted.size()) - 1)) / 1e6;
+  }
+
+  private static double median(List<Double> values) {
+    List<Double> sorted = new ArrayList<>(values);
+    Collections.sort(sorted);
+    return sorted.get(sorted.size() / 2);
+  }
+}
