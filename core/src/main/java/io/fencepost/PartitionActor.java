@@ -110,10 +110,11 @@ public abstract class PartitionActor<V, S, E> {
    * must be of the query's type {@code R} and serializable like the query. The default refuses
    * every query.
    *
-   * <p>Called outside the actor's write path (on the thread of the partition's keeper), possibly
-   * while {@link #onRecord} runs for a later batch: it must read only the state it is given, and
-   * must not block. An exception it throws fails the query with
-   * {@link io.fencepost.errors.QueryFailedException}.
+   * <p>Called outside the actor's write path (by the partition's query actor, on its own thread),
+   * possibly while {@link #onRecord} runs for a later batch: it must read only the state it is given
+   * (which is why state must be immutable), and must not block. An exception it throws fails the
+   * query with {@link io.fencepost.errors.QueryFailedException}. In {@code at-most-once} mode a
+   * state is offered to queries only once the effects of every record below its offset are journaled.
    */
   protected Object onQuery(S state, Query<?> query) {
     throw new UnsupportedOperationException(getClass().getName() + " answers no queries (a "

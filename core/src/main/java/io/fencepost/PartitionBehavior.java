@@ -169,7 +169,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .onCommand(PartitionCommand.Stop.class, (state, cmd) -> atMostOnce.stop(state))
         .onCommand(SelfCommand.RunAccepted.class, (state, cmd) ->
             // handlers of records whose offset is durable: they need no window, and must run before a stop
-            calls.inFlight() ? Effect().stash() : atMostOnce.runAccepted(state, cmd.records()))
+            calls.inFlight() ? Effect().stash() : runAccepted(state, cmd.records()))
         .onCommand(SelfCommand.WindowRead.class, (state, r) ->   // the key window's segments were read
             switch (windowReads.install(state, r.image(), r.segments(), r.failure(), r.startedNanos())) {
               case STALE -> Effect().none();
@@ -226,6 +226,15 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         .thenReply(cmd.replyTo(), s -> folded.outcome());
   }
 
+  /** At most once: the handlers of durable offsets run; a state they left without effects to write is settled. */
+  private Effect<BatchEvent, PartitionState<S>> runAccepted(PartitionState<S> state, List<Inbound<?>> records) {
+    Effect<BatchEvent, PartitionState<S>> effect = atMostOnce.runAccepted(state, records);
+    if (atMostOnce.effectsSettled()) {
+      publish(state);
+    }
+    return effect;
+  }
+
   /** Journals a call's outcome (the offset does not move), then lets the waiting batch run again. */
   private Effect<BatchEvent, PartitionState<S>> onCallDone(PartitionState<S> state, SelfCommand.CallDone done) {
     if (!calls.done(done.callId(), done.key(), done.failure())) {
@@ -261,8 +270,15 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     publish(state);
   }
 
-  /** Queries are answered from the journaled state, beside the write path (which stashes commands). */
+  /**
+   * Queries are answered from the journaled state, beside the write path (which stashes commands).
+   * At most once, a state is published only once the effects of every record below its offset are
+   * journaled: the offset is written before the handlers run.
+   */
   private void publish(PartitionState<S> state) {
+    if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE && !atMostOnce.effectsSettled()) {
+      return;
+    }
     S user = state.user();
     views.accept(new AppliedView(partition, state.nextOffset(), incarnation,
         query -> handlers.onQuery(user, query)));

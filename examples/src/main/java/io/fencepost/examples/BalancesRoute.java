@@ -71,6 +71,9 @@ public final class BalancesRoute implements ManagementRouteProvider {
       String[] parts = after == null ? new String[] {"-1", "-1"} : after.split(":", 2);
       boundPartition = Integer.parseInt(parts[0]);
       boundOffset = Long.parseLong(parts[1]);
+      if (after != null && (boundPartition < 0 || boundOffset < 0)) {
+        throw new IllegalArgumentException("negative");
+      }
     } catch (RuntimeException e) {
       return respond(StatusCodes.BAD_REQUEST, Map.of("error", "after must be <partition>:<offset>, was " + after));
     }

@@ -3,6 +3,7 @@ package io.fencepost.kafka;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -16,14 +17,15 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 
 /**
  * Which nodes' keepers serve which partition, as the receptionist lists them (Pekko's cluster
- * receptionist on a cluster, its local one otherwise): each keeper registers under its partition's
- * key once it holds a journaled state and deregisters when told to stop. A partition is looked up
+ * receptionist on a cluster, its local one otherwise): each partition's {@link PartitionViews}
+ * registers under its partition's key when the partition is admitted and deregisters when told to stop. A partition is looked up
  * on its first query and followed from then on, so later queries need no lookup. Listings hold only
  * reachable nodes; a node that failed drops out when the cluster sees it unreachable.
  */
@@ -84,24 +86,43 @@ final class PartitionDirectory {
     follower.tell(Close.INSTANCE);
   }
 
+  /**
+   * Subscribes to each followed partition's key, with one listing adapter for all of them (Pekko keeps
+   * one adapter per message class: a second one would replace the first). Restarted after a failure,
+   * it subscribes again to every partition followed so far.
+   */
   private Behavior<Object> follower() {
-    return Behaviors.setup(ctx -> Behaviors.receive(Object.class)
-        .onMessage(Follow.class, f -> {
-          ServiceKey<QueryRequest> key = key(f.id());
-          ActorRef<Receptionist.Listing> listings = ctx.messageAdapter(Receptionist.Listing.class,
-              l -> new Listed(f.id(), l.getServiceInstances(key)));
-          ctx.getSystem().receptionist().tell(Receptionist.subscribe(key, listings));
-          return Behaviors.same();
-        })
-        .onMessage(Listed.class, l -> {
-          Entry before = entries.get(l.id());
-          Instant noneSince = !l.owners().isEmpty() ? null
-              : before != null && before.noneSince() != null ? before.noneSince() : Instant.now();
-          entries.put(l.id(), new Entry(Set.copyOf(l.owners()), noneSince));
-          followed.computeIfAbsent(l.id(), p -> new CompletableFuture<>()).complete(null);
-          return Behaviors.same();
-        })
-        .onMessageEquals(Close.INSTANCE, Behaviors::stopped)
-        .build());
+    return Behaviors.supervise(Behaviors.setup(ctx -> {
+      Map<ServiceKey<QueryRequest>, PartitionId> byKey = new HashMap<>();
+      ActorRef<Receptionist.Listing> listings = ctx.messageAdapter(Receptionist.Listing.class, l -> {
+        @SuppressWarnings("unchecked")
+        ServiceKey<QueryRequest> key = (ServiceKey<QueryRequest>) l.getKey();
+        return new Listed(byKey.get(key), l.getServiceInstances(key));
+      });
+      for (PartitionId id : followed.keySet()) {
+        byKey.put(key(id), id);
+        ctx.getSystem().receptionist().tell(Receptionist.subscribe(key(id), listings));
+      }
+      return Behaviors.receive(Object.class)
+          .onMessage(Follow.class, f -> {
+            if (byKey.putIfAbsent(key(f.id()), f.id()) == null) {
+              ctx.getSystem().receptionist().tell(Receptionist.subscribe(key(f.id()), listings));
+            }
+            return Behaviors.same();
+          })
+          .onMessage(Listed.class, l -> {
+            if (l.id() == null) {
+              return Behaviors.same();
+            }
+            Entry before = entries.get(l.id());
+            Instant noneSince = !l.owners().isEmpty() ? null
+                : before != null && before.noneSince() != null ? before.noneSince() : Instant.now();
+            entries.put(l.id(), new Entry(Set.copyOf(l.owners()), noneSince));
+            followed.computeIfAbsent(l.id(), p -> new CompletableFuture<>()).complete(null);
+            return Behaviors.same();
+          })
+          .onMessageEquals(Close.INSTANCE, Behaviors::stopped)
+          .build();
+    })).onFailure(SupervisorStrategy.restart());
   }
 }

@@ -122,7 +122,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
   /** The keeper of the partition's actor when the partition runs here (admitted, started, not stopping). */
   synchronized Optional<ActorRef<QueryRequest>> localKeeper(PartitionId id) {
     Keeper k = keepers.get(id);
-    if (k == null || k.stopping()) {
+    if (k == null || k.stopping() || k.stopped().isDone()) {
       return Optional.empty();
     }
     CompletableFuture<ActorRef<Object>> ref = k.ref().toCompletableFuture();

@@ -3,11 +3,14 @@ package io.fencepost.kafka;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -17,6 +20,7 @@ import io.fencepost.Query;
 import io.fencepost.errors.PartitionMovingException;
 import io.fencepost.errors.PositionNotReachedException;
 import io.fencepost.errors.QueryFailedException;
+import io.fencepost.errors.RetriableException;
 import io.fencepost.kafka.internal.QueryReply;
 import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.kafka.common.utils.Utils;
@@ -47,6 +51,8 @@ final class QueryRouter {
   private final PartitionDirectory directory;
   private final TopicPartitionCounts counts;
   private final QueryCodecs codecs;
+  /** Where routing continues: the system's dispatcher, never a Kafka or receptionist thread. */
+  private final Executor executor;
 
   QueryRouter(ActorSystem<?> system, PipelineSettings settings, PartitionHost host, PartitionDirectory directory,
       TopicPartitionCounts counts) {
@@ -56,6 +62,7 @@ final class QueryRouter {
     this.directory = directory;
     this.counts = counts;
     this.codecs = new QueryCodecs(system);
+    this.executor = system.executionContext();
   }
 
   CompletionStage<PartitionId> partitionOf(QueryTarget target) {
@@ -80,14 +87,28 @@ final class QueryRouter {
       return CompletableFuture.failedFuture(new IllegalArgumentException(unserializable.get()));
     }
     Duration timeout = options.timeout().orElse(settings.query().timeout());
-    long started = System.nanoTime();
+    long deadline = System.nanoTime() + timeout.toNanos();
     Instant startedAt = Instant.now();
-    return partitionOf(target).thenCompose(id -> {
-      Attempts<R> attempts = new Attempts<>(id, query, options.minNextOffset(), started + timeout.toNanos(),
-          startedAt, timeout);
-      attempt(attempts, FIRST_PAUSE_MILLIS);
-      return attempts.result;
-    });
+    CompletableFuture<QueryResult<R>> result = new CompletableFuture<>();
+    partitionOf(target).toCompletableFuture().orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS)
+        .whenCompleteAsync((id, e) -> {
+          if (e != null) {
+            Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            result.completeExceptionally(cause instanceof TimeoutException
+                ? new RetriableException("[" + settings.name() + "] the partition count of topic [" + target.topic()
+                    + "] could not be read from Kafka within " + timeout.toMillis() + " ms")
+                : cause);
+            return;
+          }
+          Attempts<R> attempts = new Attempts<>(id, query, options.minNextOffset(), deadline, startedAt, timeout,
+              result);
+          // A backstop on the JDK's own timer: whatever happens to Pekko's scheduler (a system shutting
+          // down) or to a callback, the query ends within its timeout and a second.
+          CompletableFuture.delayedExecutor(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()) + 1_000,
+              TimeUnit.MILLISECONDS).execute(() -> giveUp(attempts));
+          attempt(attempts, FIRST_PAUSE_MILLIS);
+        }, executor);
+    return result;
   }
 
   /** One query's attempts; its result completes once. */
@@ -98,69 +119,103 @@ final class QueryRouter {
     final long deadlineNanos;
     final Instant startedAt;
     final Duration timeout;
-    final CompletableFuture<QueryResult<R>> result = new CompletableFuture<>();
+    final CompletableFuture<QueryResult<R>> result;
     volatile String lastFailure = "";
+    /** The last completed attempt's highest NOT_REACHED offset ({@code MIN_VALUE}: none said so). */
     volatile long notReachedAt = Long.MIN_VALUE;
+    /** The last completed attempt's FAILED refusal, when no owner answered. */
+    volatile QueryFailedException failed;
     volatile int attempts;
 
     Attempts(PartitionId id, Query<R> query, long minNextOffset, long deadlineNanos, Instant startedAt,
-        Duration timeout) {
+        Duration timeout, CompletableFuture<QueryResult<R>> result) {
       this.id = id;
       this.query = query;
       this.minNextOffset = minNextOffset;
       this.deadlineNanos = deadlineNanos;
       this.startedAt = startedAt;
       this.timeout = timeout;
+      this.result = result;
+    }
+
+    long remainingMillis() {
+      return TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+    }
+  }
+
+  /** Runs {@code step}; a failure of the routing itself fails the query instead of leaving it hanging. */
+  private static <R> void guarded(Attempts<R> a, Runnable step) {
+    try {
+      step.run();
+    } catch (RuntimeException e) {
+      a.result.completeExceptionally(e);
     }
   }
 
   private <R> void attempt(Attempts<R> a, long pauseMillis) {
-    try {
-      tryOnce(a, pauseMillis);
-    } catch (RuntimeException e) {
-      a.result.completeExceptionally(e);   // a query never hangs on a failure of its own routing
-    }
-  }
-
-  private <R> void tryOnce(Attempts<R> a, long pauseMillis) {
-    long remainingMillis = TimeUnit.NANOSECONDS.toMillis(a.deadlineNanos - System.nanoTime());
-    if (remainingMillis <= 0 || remainingMillis < MIN_ATTEMPT_MILLIS && a.attempts > 0) {
-      giveUp(a);
-      return;
-    }
-    a.attempts++;
-    Optional<ActorRef<QueryRequest>> local = host.localKeeper(a.id);
-    CompletionStage<Set<ActorRef<QueryRequest>>> owners = local.isPresent()
-        ? CompletableFuture.completedFuture(Set.of(local.get()))
-        : directory.owners(a.id).toCompletableFuture().orTimeout(remainingMillis, TimeUnit.MILLISECONDS);
-    owners.whenComplete((found, e) -> {
-      if (e != null || found.isEmpty()) {
-        a.lastFailure = e != null ? e.toString() : "no node serves it";
-        a.notReachedAt = Long.MIN_VALUE;
-        again(a, pauseMillis);
+    guarded(a, () -> {
+      long remaining = a.remainingMillis();
+      if (a.result.isDone()) {
         return;
       }
-      long attemptMillis = Math.min(remainingMillis, settings.query().attemptTimeout().toMillis());
-      // The keeper gives up waiting for the bound before the ask does (by more than the scheduler's
-      // 10 ms tick), so its reason arrives.
-      long waitMillis = attemptMillis - Math.max(25, Math.min(100, attemptMillis / 5));
-      List<CompletableFuture<QueryReply>> asks = new ArrayList<>(found.size());
-      AtomicLong notReachedAt = new AtomicLong(Long.MIN_VALUE);   // the verdict of this attempt's owners
-      for (ActorRef<QueryRequest> owner : found) {
-        asks.add(AskPattern.<QueryRequest, QueryReply>ask(owner,
-            replyTo -> new QueryRequest(a.id, a.query, a.minNextOffset, waitMillis, replyTo),
-            Duration.ofMillis(attemptMillis), system.scheduler()).toCompletableFuture()
-            .whenComplete((reply, failure) -> onReply(a, owner, reply, failure, notReachedAt)));
+      if (remaining <= 0 || remaining < MIN_ATTEMPT_MILLIS && a.attempts > 0) {
+        giveUp(a);
+        return;
       }
-      CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).whenComplete((done, failure) -> {
-        a.notReachedAt = notReachedAt.get();
-        again(a, pauseMillis);
-      });
+      a.attempts++;
+      // The directory's owners, and this node's own keeper when the partition runs here (a node that
+      // lost the partition without noticing yet asks the new owner too).
+      Optional<ActorRef<QueryRequest>> local = host.localKeeper(a.id);
+      directory.owners(a.id).toCompletableFuture().orTimeout(remaining, TimeUnit.MILLISECONDS)
+          .handle((listed, e) -> {
+            Set<ActorRef<QueryRequest>> owners = new HashSet<>(e == null ? listed : Set.of());
+            local.ifPresent(owners::add);
+            return owners;
+          })
+          .thenAcceptAsync(owners -> guarded(a, () -> ask(a, owners, pauseMillis)), executor);
     });
   }
 
+  private <R> void ask(Attempts<R> a, Set<ActorRef<QueryRequest>> owners, long pauseMillis) {
+    long remaining = a.remainingMillis();
+    if (owners.isEmpty() || remaining <= 0) {
+      a.lastFailure = "no node serves it";
+      a.notReachedAt = Long.MIN_VALUE;
+      a.failed = null;
+      again(a, pauseMillis);
+      return;
+    }
+    long attemptMillis = Math.min(remaining, settings.query().attemptTimeout().toMillis());
+    // The owner gives up waiting for the bound before the ask does (by more than the scheduler's
+    // 10 ms tick), so its reason arrives.
+    long waitMillis = attemptMillis - Math.max(25, Math.min(100, attemptMillis / 5));
+    Verdict verdict = new Verdict();
+    List<CompletableFuture<QueryReply>> asks = new ArrayList<>(owners.size());
+    for (ActorRef<QueryRequest> owner : owners) {
+      asks.add(AskPattern.<QueryRequest, QueryReply>ask(owner,
+          replyTo -> new QueryRequest(a.id, a.query, a.minNextOffset, waitMillis, replyTo),
+          Duration.ofMillis(attemptMillis), system.scheduler()).toCompletableFuture()
+          .whenComplete((reply, failure) -> guarded(a, () -> onReply(a, owner, reply, failure, verdict))));
+    }
+    CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).whenCompleteAsync((done, failure) ->
+        guarded(a, () -> {
+          a.notReachedAt = verdict.notReachedAt.get();
+          a.failed = verdict.failed;
+          if (a.failed != null && a.notReachedAt == Long.MIN_VALUE) {
+            a.result.completeExceptionally(a.failed);   // no owner answered, one said onQuery fails: final
+          }
+          again(a, pauseMillis);
+        }), executor);
+  }
+
+  /** What the owners of one attempt said, short of an answer. */
+  private static final class Verdict {
+    final AtomicLong notReachedAt = new AtomicLong(Long.MIN_VALUE);
+    volatile QueryFailedException failed;
+  }
+
   private <R> void onReply(Attempts<R> a, ActorRef<QueryRequest> owner, QueryReply reply, Throwable failure,
-      AtomicLong notReachedAt) {
+      Verdict verdict) {
     if (failure != null) {
       Throwable cause = failure.getCause() != null && !(failure instanceof TimeoutException) ? failure.getCause()
           : failure;
@@ -175,10 +230,10 @@ final class QueryRouter {
           answer.incarnation(), answer.node().equals(system.address().toString())));
     } else if (reply instanceof QueryReply.Refusal refusal) {
       switch (refusal.kind()) {
-        case FAILED -> a.result.completeExceptionally(new QueryFailedException(a.id.qualifiedName(),
-            refusal.causeClass(), refusal.message()));
+        case FAILED -> verdict.failed = new QueryFailedException(a.id.qualifiedName(), refusal.causeClass(),
+            refusal.message());
         case NOT_REACHED -> {
-          notReachedAt.accumulateAndGet(refusal.nextOffset(), Math::max);
+          verdict.notReachedAt.accumulateAndGet(refusal.nextOffset(), Math::max);
           a.lastFailure = "the owner at " + owner.path().address() + " is at next offset " + refusal.nextOffset();
         }
         case NOT_OWNER -> a.lastFailure = "the node at " + owner.path().address() + " no longer owns it";
@@ -192,17 +247,19 @@ final class QueryRouter {
     if (a.result.isDone()) {
       return;
     }
-    long remainingMillis = TimeUnit.NANOSECONDS.toMillis(a.deadlineNanos - System.nanoTime());
-    if (remainingMillis <= 0) {
+    long remaining = a.remainingMillis();
+    if (remaining <= 0) {
       giveUp(a);
       return;
     }
-    long pause = Math.min(pauseMillis, remainingMillis);
-    system.scheduler().scheduleOnce(Duration.ofMillis(pause),
-        () -> attempt(a, Math.min(2 * pauseMillis, MAX_PAUSE_MILLIS)), system.executionContext());
+    CompletableFuture.delayedExecutor(Math.min(pauseMillis, remaining), TimeUnit.MILLISECONDS, executor)
+        .execute(() -> attempt(a, Math.min(2 * pauseMillis, MAX_PAUSE_MILLIS)));
   }
 
   private <R> void giveUp(Attempts<R> a) {
+    if (a.result.isDone()) {
+      return;
+    }
     long notReachedAt = a.notReachedAt;
     a.result.completeExceptionally(notReachedAt != Long.MIN_VALUE
         ? new PositionNotReachedException(a.id.qualifiedName(), notReachedAt, a.minNextOffset, a.timeout.toMillis())

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 
 /**
  * How many partitions each topic has, read from Kafka when first needed and again in the background
@@ -27,8 +28,8 @@ final class TopicPartitionCounts {
   private final Map<String, Count> counts = new ConcurrentHashMap<>();
 
   TopicPartitionCounts(Admin admin, Ticker ticker) {
-    this(topic -> admin.describeTopics(List.of(topic)).allTopicNames().toCompletionStage().toCompletableFuture()
-        .thenApply(d -> d.get(topic).partitions().size()), ticker);
+    this(topic -> admin.describeTopics(List.of(topic), new DescribeTopicsOptions().timeoutMs(10_000)).allTopicNames()
+        .toCompletionStage().toCompletableFuture().thenApply(d -> d.get(topic).partitions().size()), ticker);
   }
 
   /** @param reader reads a topic's partition count from Kafka */
@@ -40,19 +41,15 @@ final class TopicPartitionCounts {
   /** The topic's partition count: the last one read, refreshed in the background when old. */
   CompletionStage<Integer> of(String topic) {
     long now = ticker.nanoTime();
-    Count c = counts.compute(topic, (t, known) -> {
-      if (known == null || known.count().isCompletedExceptionally()) {
-        return new Count(read(t), now);
-      }
-      if (now - known.readNanos() > MAX_AGE_NANOS && known.count().isDone()) {
-        CompletableFuture<Integer> fresh = read(t);
-        // The old count serves until the new one is read (a failed refresh keeps it).
-        fresh.thenAccept(n -> counts.computeIfPresent(t, (k, v) -> new Count(fresh, now)));
-        return new Count(known.count(), now);
-      }
-      return known;
-    });
-    return c.count();
+    Count known = counts.compute(topic, (t, c) ->
+        c == null || c.count().isCompletedExceptionally() ? new Count(read(t), now) : c);
+    if (now - known.readNanos() > MAX_AGE_NANOS && known.count().isDone()
+        && counts.replace(topic, known, new Count(known.count(), now))) {
+      // The old count serves until the new one is read (a failed refresh keeps it). Outside compute:
+      // a reader that completes at once must not update the map from within its own update.
+      read(topic).thenAccept(n -> counts.put(topic, new Count(CompletableFuture.completedFuture(n), now)));
+    }
+    return known.count();
   }
 
   private CompletableFuture<Integer> read(String topic) {

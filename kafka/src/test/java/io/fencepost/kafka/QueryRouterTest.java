@@ -89,6 +89,13 @@ class QueryRouterTest {
       });
     }
 
+    /** Admits the partition and starts its actor, as a pipeline does (it asks the actor's status). */
+    void own(PartitionId id) throws Exception {
+      host.admit(id);
+      host.actor(id).toCompletableFuture().get(5, TimeUnit.SECONDS)
+          .tell(new PartitionCommand.GetStatus(kit.system().ignoreRef()));
+    }
+
     /** Sets the partition's offset and has its actor publish it. */
     void advance(PartitionId id, long next) throws Exception {
       offsets.get(id.partition()).set(next);
@@ -123,7 +130,7 @@ class QueryRouterTest {
   @Test
   void theOwnerOnThisNodeAnswersFromItsPublishedState() throws Exception {
     Node node = new Node("q1");
-    node.host.admit(partition("q1", 2));
+    node.own(partition("q1", 2));
     QueryResult<String> r = get(node.router(settings("q1")).query(QueryTarget.partition(TOPIC, 2), new Ask("hi"),
         QueryOptions.defaults()));
     assertEquals("hi@10", r.reply());
@@ -138,11 +145,47 @@ class QueryRouterTest {
   void aNodeThatDoesNotOwnThePartitionAsksItsOwnerThroughTheReceptionist() throws Exception {
     Node owner = new Node("q2");
     Node other = new Node("q2");
-    owner.host.admit(partition("q2", 1));
+    owner.own(partition("q2", 1));
     QueryResult<String> r = get(other.router(settings("q2")).query(QueryTarget.partition(TOPIC, 1), new Ask("x"),
         QueryOptions.defaults()));
     assertEquals("x@10", r.reply());
     assertFalse(other.host.localKeeper(partition("q2", 1)).isPresent(), "the asking node owns nothing");
+  }
+
+  @Test
+  void oneNodeFollowsTheOwnersOfManyPartitionsAsTheyMove() throws Exception {
+    Node first = new Node("q11");
+    Node second = new Node("q11");
+    Node asker = new Node("q11");
+    for (int p = 0; p < 3; p++) {
+      first.own(partition("q11", p));
+    }
+    QueryRouter router = asker.router(settings("q11"));
+    for (int p = 0; p < 3; p++) {
+      assertEquals("a@10", get(router.query(QueryTarget.partition(TOPIC, p), new Ask("a"), QueryOptions.defaults()))
+          .reply());
+    }
+    for (int p = 0; p < 3; p++) {   // every partition moves; the asker follows each of them
+      get(first.host.stop(partition("q11", p)));
+      second.offsets.put(p, new AtomicLong(20 + p));
+      second.own(partition("q11", p));
+    }
+    for (int p = 0; p < 3; p++) {
+      QueryResult<String> r = get(router.query(QueryTarget.partition(TOPIC, p), new Ask("a"),
+          QueryOptions.defaults().afterOffset(19 + p)));
+      assertEquals("a@" + (20 + p), r.reply());
+    }
+  }
+
+  @Test
+  void aQueryNeverStartsThePartitionsActor() throws Exception {
+    Node node = new Node("q12");
+    node.host.admit(partition("q12", 0));   // admitted, its actor not started (no status asked)
+    Throwable e = failure(node.router(settings("q12")).query(QueryTarget.partition(TOPIC, 0), new Ask("x"),
+        QueryOptions.defaults().withTimeout(Duration.ofMillis(300))));
+    assertInstanceOf(PositionNotReachedException.class, e, e.getMessage());
+    assertEquals(-1, ((PositionNotReachedException) e).appliedNextOffset());
+    assertEquals(0, node.offsets.size(), "no incarnation started");
   }
 
   @Test
@@ -168,7 +211,7 @@ class QueryRouterTest {
   @Test
   void aBoundAboveTheAppliedStateIsWaitedForAndAnsweredOnceReached() throws Exception {
     Node node = new Node("q5");
-    node.host.admit(partition("q5", 0));
+    node.own(partition("q5", 0));
     CompletionStage<QueryResult<String>> answer = node.router(settings("q5")).query(QueryTarget.partition(TOPIC, 0),
         new Ask("b"), QueryOptions.defaults().afterOffset(14));
     Thread.sleep(200);   // (not a wait for a condition: the answer must not come before the offset moved)
@@ -182,7 +225,7 @@ class QueryRouterTest {
   @Test
   void aBoundNotReachedWithinTheTimeoutFailsNamingBothOffsets() throws Exception {
     Node node = new Node("q6");
-    node.host.admit(partition("q6", 0));
+    node.own(partition("q6", 0));
     Throwable e = failure(node.router(settings("q6")).query(QueryTarget.partition(TOPIC, 0), new Ask("b"),
         QueryOptions.defaults().afterOffset(10).withTimeout(Duration.ofMillis(400))));
     assertInstanceOf(PositionNotReachedException.class, e, e.getMessage());
@@ -209,7 +252,7 @@ class QueryRouterTest {
     Node first = new Node("q8");
     Node second = new Node("q8");
     Node asker = new Node("q8");
-    first.host.admit(partition("q8", 0));
+    first.own(partition("q8", 0));
     QueryRouter router = asker.router(settings("q8"));
     assertEquals("a@10", get(router.query(QueryTarget.partition(TOPIC, 0), new Ask("a"), QueryOptions.defaults()))
         .reply());
@@ -217,7 +260,7 @@ class QueryRouterTest {
     CompletionStage<QueryResult<String>> during = router.query(QueryTarget.partition(TOPIC, 0), new Ask("a"),
         QueryOptions.defaults().withTimeout(Duration.ofSeconds(5)));
     second.offsets.put(0, new AtomicLong(12));
-    second.host.admit(partition("q8", 0));
+    second.own(partition("q8", 0));
     assertEquals("a@12", get(during).reply());
   }
 
@@ -227,12 +270,12 @@ class QueryRouterTest {
     Node zombie = new Node("q9");
     Node asker = new Node("q9");
     owner.offsets.put(0, new AtomicLong(20));
-    owner.host.admit(partition("q9", 0));
+    owner.own(partition("q9", 0));
     Pipeline pipeline = new RouterPipeline(asker.router(settings("q9")));
     QuerySession session = pipeline.newSession();
     assertEquals(20, get(session.query(QueryTarget.partition(TOPIC, 0), new Ask("s"))).appliedNextOffset());
     get(owner.host.stop(partition("q9", 0)));
-    zombie.host.admit(partition("q9", 0));   // at offset 10: an older state
+    zombie.own(partition("q9", 0));   // at offset 10: an older state
     Throwable e = failure(session.query(QueryTarget.partition(TOPIC, 0), new Ask("s"),
         QueryOptions.defaults().withTimeout(Duration.ofMillis(500))));
     assertInstanceOf(PositionNotReachedException.class, e, e.getMessage());
@@ -245,7 +288,7 @@ class QueryRouterTest {
   @Test
   void onQueryFailingOrAnUnserializableQueryFailsTheQueryNamingWhy() throws Exception {
     Node node = new Node("q10");
-    node.host.admit(partition("q10", 0));
+    node.own(partition("q10", 0));
     QueryRouter router = node.router(settings("q10"));
     Throwable failed = failure(router.query(QueryTarget.partition(TOPIC, 0), new Ask("boom"), QueryOptions.defaults()));
     assertInstanceOf(QueryFailedException.class, failed);

@@ -393,7 +393,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
       byte[] bytes = serialization.serialize(o).get();
       Serializer serializer = serialization.findSerializerFor(o);
       return serialization.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, o)).get();
-    } catch (RuntimeException e) {
+    } catch (Exception e) {   // NotSerializableException comes undeclared
       throw new IllegalArgumentException("the " + what + " " + o.getClass().getName() + " cannot travel between "
           + "nodes (" + e + "): implement io.fencepost.JacksonSerializable or bind a serializer to it", e);
     }

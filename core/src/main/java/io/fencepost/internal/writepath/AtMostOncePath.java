@@ -77,11 +77,12 @@ public final class AtMostOncePath<V, S, E> {
         new long[0], accepted);
     return effect.persist(accept)
         .thenRun(s -> {
+          // Second step: effects after the offset is durable. A crash before it completes loses them.
+          // Asked for first, so that the state is not published as settled (effectsSettled).
+          runLater(accepted);
           afterWrite.accept(s);
           pending.written(metrics);
           effectsDurable(unjournaled.committed());
-          // Second step: effects after the offset is durable. A crash before it completes loses them.
-          runLater(accepted);
         })
         .thenReply(replyTo, s -> outcome);
   }
@@ -156,6 +157,15 @@ public final class AtMostOncePath<V, S, E> {
   void runLater(List<Inbound<?>> records) {
     acceptedNotRun++;
     self.runAccepted(records);
+  }
+
+  /**
+   * Whether the effects of every record below the stored offset are journaled: no accepted
+   * handler waits to run, no effect waits for a write. Until then the stored state lacks effects of
+   * records below its offset, and is not published to queries.
+   */
+  public boolean effectsSettled() {
+    return acceptedNotRun == 0 && !unjournaled.waiting();
   }
 
   /** What waits for a write and what an offset write that failed left unrun. */
