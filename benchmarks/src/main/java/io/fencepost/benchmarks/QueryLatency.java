@@ -11,6 +11,8 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
@@ -22,10 +24,13 @@ import io.fencepost.embedded.Directories;
 import io.fencepost.embedded.FreePorts;
 import io.fencepost.embedded.JvmProcess;
 import io.fencepost.embedded.Postgres;
+import io.fencepost.examples.BalanceOf;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.examples.Payment;
 import io.fencepost.examples.PaymentJson;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.QueryTarget;
 import io.fencepost.tools.Main;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -33,22 +38,24 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
- * Query latency and what queries cost the ledger's ingest: two ledger nodes as separate JVMs (the
- * broker in a third, the journal on an embedded PostgreSQL), {@value #PARTITIONS} partitions, queries
- * {@code GET /balances/{merchant}} through node 0's management port. An answer is "local" when node 0
- * owns the merchant's partition and "remote" when node 1 answered over the cluster.
+ * Query latency and what queries cost the ledger's ingest: two ledger nodes of one cluster, node 0 in
+ * this JVM and node 1 in its own (the broker in a third, the journal on an embedded PostgreSQL),
+ * {@value #PARTITIONS} partitions; queries are {@code Pipeline.query} calls on node 0 for a merchant's
+ * balance. An answer is "local" when node 0 owns the merchant's partition and "remote" when node 1
+ * answered over the cluster (Artery on loopback, both messages serialized).
  *
  * <ol>
- *   <li>idle: {@value #LATENCY_QPS} queries/s for {@value #LATENCY_SECONDS} s, no ingest;</li>
+ *   <li>idle: {@value #LATENCY_QPS} queries/s for {@value #LATENCY_SECONDS} s, no ingest (after 10 s of
+ *       queries not measured: the query path's JIT warm-up);</li>
  *   <li>ingest: a backlog of {@code backlog} payments applied from the first send to the last
  *       apply, alternately without queries and with {@value #LOAD_QPS} queries/s, three times each;</li>
  *   <li>loaded: payments at half the ingest rate measured without queries, while
  *       {@value #LATENCY_QPS} queries/s run for {@value #LATENCY_SECONDS} s.</li>
  * </ol>
  *
- * <p>Latency is measured by the client: the HTTP request on loopback, the route, the query (and
- * for a remote answer, the round trip over Artery) and the reply. Run: {@code QueryLatency [backlog]}
- * (default 60,000).
+ * <p>Latency is measured from the call to the completion of its result: routing, the owner's answer
+ * and, for a remote one, the round trip over Artery. Run: {@code QueryLatency [backlog]}
+ * (default 120,000).
  */
 final class QueryLatency {
 
@@ -59,6 +66,7 @@ final class QueryLatency {
   static final int LOAD_QPS = 1000;
   private static final Duration START_LIMIT = Duration.ofSeconds(120);
 
+  /** For the nodes' Prometheus pages. */
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5)).build();
   private final int[] management = new int[2];
@@ -71,9 +79,14 @@ final class QueryLatency {
   }
 
   public static void main(String[] args) throws Exception {
-    int backlog = args.length > 0 ? Integer.parseInt(args[0]) : 60_000;
-    new QueryLatency(System.out).run(backlog);
-    System.exit(0);
+    int backlog = args.length > 0 ? Integer.parseInt(args[0]) : 120_000;
+    try {
+      new QueryLatency(System.out).run(backlog);
+      System.exit(0);
+    } catch (Exception | Error e) {
+      e.printStackTrace();
+      System.exit(1);   // the query load's threads must not keep a failed run alive
+    }
   }
 
   private void run(int backlog) throws Exception {
@@ -81,6 +94,7 @@ final class QueryLatency {
     Directories.deleteRecursively(dir);
     List<JvmProcess> started = new ArrayList<>();
     Postgres postgres = null;
+    LedgerNode node0 = null;
     try {
       JvmProcess broker = JvmProcess.start("broker", Main.class.getName(), List.of("broker", "--dir",
           dir.resolve("kafka").toString(), "--port", Integer.toString(FreePorts.next()), "--topic",
@@ -92,19 +106,25 @@ final class QueryLatency {
       db.installSchema();
       int[] ports = {FreePorts.next(), FreePorts.next()};
       List<String> contacts = List.of("127.0.0.1:" + ports[0], "127.0.0.1:" + ports[1]);
-      for (int i = 0; i < 2; i++) {
-        management[i] = FreePorts.next();
-        List<String> args = new ArrayList<>(LedgerNode.commandLine(bootstrap, TOPIC, "ledger", db, ports[i], contacts));
-        args.addAll(List.of("--management-port", Integer.toString(management[i])));
-        started.add(JvmProcess.start("node" + i, Main.class.getName(), args, dir.resolve("node" + i + ".log")));
-      }
-      for (JvmProcess n : started.subList(1, started.size())) {
-        n.awaitLine("READY", START_LIMIT);
-      }
-      out.printf(Locale.ROOT, "2 ledger nodes, %d partitions, journal %s; logs in %s%n", PARTITIONS, db.jdbcUrl(), dir);
+      management[0] = FreePorts.next();
+      management[1] = FreePorts.next();
+      // Node 0 runs in this JVM: queries are Pipeline.query calls, answered here (local) or by node 1
+      // over Artery (remote). Node 1 is a process of its own.
+      List<String> args = new ArrayList<>(LedgerNode.commandLine(bootstrap, TOPIC, "ledger", db, ports[1], contacts));
+      args.addAll(List.of("--management-port", Integer.toString(management[1])));
+      JvmProcess node1 = JvmProcess.start("node1", Main.class.getName(), args, dir.resolve("node1.log"));
+      started.add(node1);
+      node0 = LedgerNode.start(bootstrap, TOPIC, "ledger", db, "127.0.0.1", ports[0], contacts, Optional.empty(),
+          Optional.of(Map.entry("127.0.0.1", management[0])));
+      node1.awaitLine("READY", START_LIMIT);
+      out.printf(Locale.ROOT, "2 ledger nodes (node 0 in this JVM), %d partitions, journal %s; logs in %s%n",
+          PARTITIONS, db.jdbcUrl(), dir);
       long applied = ingest(20_000);   // warm-up: JIT, pools, every partition's actor
       out.printf(Locale.ROOT, "warm-up: 20,000 payments applied (%,d in all)%n", applied);
-      latency("idle", null);
+      Load warmUp = new Load(node0.pipeline(), LATENCY_QPS);   // the query path's own warm-up, not measured
+      Thread.sleep(10_000);
+      warmUp.stop();
+      latency(node0.pipeline(), "idle", null);
 
       List<Double> without = new ArrayList<>();
       List<Double> with = new ArrayList<>();
@@ -113,10 +133,13 @@ final class QueryLatency {
         ingest(backlog);
         without.add(backlog / ((System.nanoTime() - t0) / 1e9));
         t0 = System.nanoTime();
-        Load queries = new Load(LOAD_QPS);
-        ingest(backlog);
+        Load queries = new Load(node0.pipeline(), LOAD_QPS);
+        try {
+          ingest(backlog);
+        } finally {
+          queries.stop();
+        }
         with.add(backlog / ((System.nanoTime() - t0) / 1e9));
-        queries.stop();
         out.printf(Locale.ROOT, "round %d: ingest %,.0f payments/s without queries, %,.0f/s with %,d queries/s "
             + "(%,d answered, %,d failed)%n", round + 1, without.get(round), with.get(round), LOAD_QPS,
             queries.answered.get(), queries.failed.get());
@@ -129,10 +152,13 @@ final class QueryLatency {
       SteadyPayments payments = new SteadyPayments(bootstrap, TOPIC, rateWithout / 2, "steady-");
       payments.start();
       Thread.sleep(5_000);
-      latency(String.format(Locale.ROOT, "loaded (%,.0f payments/s)", rateWithout / 2), payments);
+      latency(node0.pipeline(), String.format(Locale.ROOT, "loaded (%,.0f payments/s)", rateWithout / 2), payments);
       payments.stop();
       payments.check();
     } finally {
+      if (node0 != null) {
+        node0.close();
+      }
       List<JvmProcess> byAge = new ArrayList<>(started);
       Collections.reverse(byAge);   // the nodes before the broker
       byAge.forEach(JvmProcess::close);
@@ -185,10 +211,13 @@ final class QueryLatency {
   }
 
   /** {@value #LATENCY_QPS} queries/s for {@value #LATENCY_SECONDS} s; prints p50/p99 local and remote. */
-  private void latency(String label, SteadyPayments payments) throws Exception {
-    Load load = new Load(LATENCY_QPS);
-    Thread.sleep(TimeUnit.SECONDS.toMillis(LATENCY_SECONDS));
-    load.stop();
+  private void latency(Pipeline pipeline, String label, SteadyPayments payments) throws Exception {
+    Load load = new Load(pipeline, LATENCY_QPS);
+    try {
+      Thread.sleep(TimeUnit.SECONDS.toMillis(LATENCY_SECONDS));
+    } finally {
+      load.stop();
+    }
     if (payments != null) {
       payments.check();
     }
@@ -207,10 +236,17 @@ final class QueryLatency {
     final ConcurrentLinkedQueue<Long> remote = new ConcurrentLinkedQueue<>();
     final AtomicLong answered = new AtomicLong();
     final AtomicLong failed = new AtomicLong();
-    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "query-load");
+      t.setDaemon(true);
+      return t;
+    });
     private final AtomicLong sent = new AtomicLong();
 
-    Load(int perSecond) {
+    private final Pipeline pipeline;
+
+    Load(Pipeline pipeline, int perSecond) {
+      this.pipeline = pipeline;
       long periodMicros = 1_000_000L / perSecond;
       timer.scheduleAtFixedRate(this::one, 0, periodMicros, TimeUnit.MICROSECONDS);
     }
@@ -218,17 +254,15 @@ final class QueryLatency {
     private void one() {
       String merchant = Workload.merchant((int) sent.getAndIncrement());
       long start = System.nanoTime();
-      http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + management[0] + "/balances/" + merchant))
-          .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString())
-          .whenComplete((r, e) -> {
-            long took = System.nanoTime() - start;
-            if (e != null || r.statusCode() != 200) {
-              failed.incrementAndGet();
-            } else {
-              answered.incrementAndGet();
-              (r.body().contains("\"local\":true") ? local : remote).add(took);
-            }
-          });
+      pipeline.query(QueryTarget.key(TOPIC, merchant), new BalanceOf(merchant)).whenComplete((r, e) -> {
+        long took = System.nanoTime() - start;
+        if (e != null) {
+          failed.incrementAndGet();
+        } else {
+          answered.incrementAndGet();
+          (r.local() ? local : remote).add(took);
+        }
+      });
     }
 
     void stop() throws InterruptedException {

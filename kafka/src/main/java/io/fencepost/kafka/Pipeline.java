@@ -21,6 +21,14 @@ public interface Pipeline {
   CompletionStage<List<PartitionView>> status();
 
   /**
+   * Every partition of the pipeline's topics across the cluster, by topic and partition: each node
+   * running the pipeline is asked for its {@link #status()} (through the cluster's receptionist), and
+   * a partition no node reported is listed with owner {@code "-"}. On a single node, this node's view
+   * plus the partitions it does not own.
+   */
+  CompletionStage<List<PartitionView>> clusterStatus();
+
+  /**
    * Whether this node's part of the pipeline is live and ready, from what the node knows now
    * (nothing is asked over the network): fast enough for an orchestrator's probe.
    */

@@ -56,6 +56,7 @@ final class RunningPipeline<V> implements Pipeline {
   private final StallWatchdog watchdog;
   private final PipelineStatus statusAndHealth;
   private final QueryRouter queries;
+  private final ClusterStatus cluster;
   private volatile CompletionStage<Done> stopped;
   private volatile Cancellable progress;
   private final ProgressLine progressLine = new ProgressLine();
@@ -113,8 +114,10 @@ final class RunningPipeline<V> implements Pipeline {
     this.watchdog = new StallWatchdog(system, settings, admin, consumerProperties, ownership, journal,
         () -> stopped != null, silentAfter(settings, deadLetters.longestWait()), ticker);
     this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, ticker);
+    TopicPartitionCounts partitionCounts = new TopicPartitionCounts(admin, ticker);
     this.queries = new QueryRouter(system, settings, host, new PartitionDirectory(system, settings.name()),
-        new TopicPartitionCounts(admin, ticker));
+        partitionCounts);
+    this.cluster = new ClusterStatus(system, settings, partitionCounts, this::status);
   }
 
   /**
@@ -158,6 +161,8 @@ final class RunningPipeline<V> implements Pipeline {
           p.consumerProperties.get(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG), p.guarantee.render());
       p.ownership.start();
     } catch (RuntimeException e) {
+      p.queries.close();
+      p.cluster.close();
       p.closeClients();
       p.decoder.close();
       throw e;
@@ -211,6 +216,11 @@ final class RunningPipeline<V> implements Pipeline {
   }
 
   @Override
+  public CompletionStage<List<PartitionView>> clusterStatus() {
+    return stopped != null ? CompletableFuture.failedFuture(stoppedFailure()) : cluster.all();
+  }
+
+  @Override
   public PipelineHealth health() {
     return statusAndHealth.health(stopped != null);
   }
@@ -259,6 +269,7 @@ final class RunningPipeline<V> implements Pipeline {
     });
     consumerClosed.whenComplete((d, e) -> {
       queries.close();
+      cluster.close();
       relays.stopAll();
       closeClients();
     });

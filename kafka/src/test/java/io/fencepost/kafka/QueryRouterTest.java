@@ -328,6 +328,11 @@ class QueryRouterTest {
     }
 
     @Override
+    public CompletionStage<List<PartitionView>> clusterStatus() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
     public PipelineHealth health() {
       throw new UnsupportedOperationException();
     }

@@ -31,6 +31,7 @@ public final class Main {
     COMMANDS.put("dlq", new DlqCommand());
     COMMANDS.put("offsets", new OffsetsCommand());
     COMMANDS.put("chaos", new ChaosCommand());
+    COMMANDS.put("status", new StatusCommand());
   }
 
   private Main() {

@@ -121,6 +121,13 @@ class LedgerQueriesIT {
         assertFalse(answer.get("local").asBoolean());
       }
 
+      // The cluster view, from every node: the same owner for each partition, nothing behind.
+      Map<Integer, String> owners = partitionOwners(management.get(0), 0);
+      assertEquals(PARTITIONS, owners.size(), owners.toString());
+      for (int m : management) {
+        assertEquals(owners, partitionOwners(m, 0), "the cluster view from " + m);
+      }
+
       // Read your writes: a payment's own offset as the bound, read at once through a non-owner.
       String merchant = "merchant-3";
       long before = paid.get(merchant);
@@ -144,6 +151,7 @@ class LedgerQueriesIT {
       // A session through node 0 while another node, owner of some partitions, is SIGKILLed.
       int victim = victimOwningAPartition(management);
       int via = victim == 0 ? 1 : 0;
+      String victimAddress = nodeAddress(management.get(victim));
       Map<Integer, Long> seen = new ConcurrentHashMap<>();
       Map<Integer, String> answeredBy = new ConcurrentHashMap<>();
       int[] moved = new int[1];   // answers from another node than the partition's previous answer
@@ -201,6 +209,23 @@ class LedgerQueriesIT {
         }
         assertEquals(e.getValue(), a == null ? null : a.get("balanceCents").asLong(), e.getKey() + " after the kill");
       }
+      // The cluster view once the survivors report every partition (each answering its status).
+      String view = "";
+      for (int i = 0; i < 600; i++) {
+        view = get("http://127.0.0.1:" + management.get(via) + "/pipelines/ledger/partitions").body();
+        JsonNode parts = JSON.readTree(view);
+        boolean settled = parts.size() == PARTITIONS;
+        for (JsonNode p : parts) {
+          settled &= p.get("owner").asText().startsWith("pekko://") && !p.get("owner").asText().equals(victimAddress);
+        }
+        if (settled) {
+          break;
+        }
+        Thread.sleep(100);
+      }
+      Map<Integer, String> after = partitionOwners(management.get(via), -1);
+      assertEquals(PARTITIONS, after.size(), view);
+      assertFalse(after.containsValue(victimAddress), "owned by the killed node: " + view);
       Thread.sleep(1_000);
       stop.set(true);
       reader.join(30_000);
@@ -216,6 +241,25 @@ class LedgerQueriesIT {
       }
       Postgres.shared().dropDatabase(journal);
     }
+  }
+
+  /**
+   * {@code GET /pipelines/ledger/partitions} of a node: each partition's owner; every partition owned
+   * (not "-") and, when {@code lag} is not negative, at that lag.
+   */
+  private Map<Integer, String> partitionOwners(int management, long lag) throws Exception {
+    HttpResponse<String> r = get("http://127.0.0.1:" + management + "/pipelines/ledger/partitions");
+    assertEquals(200, r.statusCode(), r.body());
+    Map<Integer, String> owners = new TreeMap<>();
+    for (JsonNode p : JSON.readTree(r.body())) {
+      assertTrue(p.get("owner").asText().startsWith("pekko://"), "owned: " + p);
+      assertFalse(p.get("halted").asBoolean(), p.toString());
+      if (lag >= 0) {
+        assertEquals(lag, p.get("lag").asLong(), p.toString());
+      }
+      owners.put(p.get("partition").asInt(), p.get("owner").asText());
+    }
+    return owners;
   }
 
   /** A node (by index) that owns at least one partition, found by asking node 0 for every merchant. */

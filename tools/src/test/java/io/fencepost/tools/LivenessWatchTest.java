@@ -66,6 +66,11 @@ class LivenessWatchTest {
     }
 
     @Override
+    public CompletionStage<List<PartitionView>> clusterStatus() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
     public PipelineHealth health() {
       return current.get();
     }

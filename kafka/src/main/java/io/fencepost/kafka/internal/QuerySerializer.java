@@ -3,15 +3,20 @@ package io.fencepost.kafka.internal;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
 
 import io.fencepost.Query;
 import io.fencepost.annotation.InternalApi;
 import io.fencepost.internal.BinarySerializer;
+import io.fencepost.kafka.PartitionView;
 import org.apache.pekko.actor.ExtendedActorSystem;
 
 /**
- * INTERNAL API: binary serializer for {@link QueryRequest} and {@link QueryReply}. The user's query
- * and reply go through the serializers bound to their classes.
+ * INTERNAL API: binary serializer for {@link QueryRequest} and {@link QueryReply}, and for
+ * {@link StatusRequest} and its reply. The user's query and reply go through the serializers bound to
+ * their classes.
  */
 @InternalApi
 public final class QuerySerializer extends BinarySerializer {
@@ -22,6 +27,8 @@ public final class QuerySerializer extends BinarySerializer {
   private static final String REQUEST = "Q";
   private static final String ANSWER = "A";
   private static final String REFUSAL = "R";
+  private static final String STATUS_REQUEST = "S";
+  private static final String STATUS_REPLY = "V";
 
   public QuerySerializer(ExtendedActorSystem system) {
     super(system, "Fencepost query");
@@ -40,6 +47,10 @@ public final class QuerySerializer extends BinarySerializer {
       return ANSWER;
     } else if (o instanceof QueryReply.Refusal) {
       return REFUSAL;
+    } else if (o instanceof StatusRequest) {
+      return STATUS_REQUEST;
+    } else if (o instanceof StatusRequest.Reply) {
+      return STATUS_REPLY;
     }
     throw cannotSerialize(o);
   }
@@ -64,6 +75,24 @@ public final class QuerySerializer extends BinarySerializer {
       out.writeLong(r.nextOffset());
       out.writeUTF(r.causeClass());
       out.writeUTF(truncate(r.message()));
+    } else if (o instanceof StatusRequest q) {
+      writeRef(out, q.replyTo());
+    } else if (o instanceof StatusRequest.Reply r) {
+      out.writeUTF(r.node());
+      out.writeInt(r.views().size());
+      for (PartitionView v : r.views()) {
+        writePartition(out, v.partition());
+        out.writeUTF(v.ownerNode());
+        out.writeLong(v.nextOffset().orElse(Long.MIN_VALUE));
+        out.writeLong(v.lag().orElse(Long.MIN_VALUE));
+        out.writeLong(v.appliedRecords());
+        out.writeLong(v.droppedByKey());
+        out.writeLong(v.droppedRedelivery());
+        out.writeLong(v.deadLettered());
+        out.writeLong(v.retries());
+        out.writeUTF(truncate(v.lastError()));
+        out.writeUTF(truncate(v.halted()));
+      }
     } else {
       throw cannotSerialize(o);
     }
@@ -89,8 +118,25 @@ public final class QuerySerializer extends BinarySerializer {
       case REFUSAL:
         return new QueryReply.Refusal(readPartition(in), QueryReply.Kind.values()[in.readByte()], in.readLong(),
             in.readUTF(), in.readUTF());
+      case STATUS_REQUEST:
+        return new StatusRequest(readRef(in));
+      case STATUS_REPLY: {
+        String node = in.readUTF();
+        int n = in.readInt();
+        List<PartitionView> views = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          views.add(new PartitionView(readPartition(in), in.readUTF(), optional(in.readLong()),
+              optional(in.readLong()), in.readLong(), in.readLong(), in.readLong(), in.readLong(), in.readLong(),
+              in.readUTF(), in.readUTF()));
+        }
+        return new StatusRequest.Reply(node, views);
+      }
       default:
         return null;
     }
+  }
+
+  private static OptionalLong optional(long value) {
+    return value == Long.MIN_VALUE ? OptionalLong.empty() : OptionalLong.of(value);
   }
 }
