@@ -143,6 +143,7 @@ final class QueryLatency {
         out.printf(Locale.ROOT, "round %d: ingest %,.0f payments/s without queries, %,.0f/s with %,d queries/s "
             + "(%,d answered, %,d failed)%n", round + 1, without.get(round), with.get(round), LOAD_QPS,
             queries.answered.get(), queries.failed.get());
+        queries.reasons.forEach((why, n) -> out.printf(Locale.ROOT, "  %,d failed: %s%n", n, why));
       }
       double rateWithout = median(without);
       double rateWith = median(with);
@@ -236,6 +237,7 @@ final class QueryLatency {
     final ConcurrentLinkedQueue<Long> remote = new ConcurrentLinkedQueue<>();
     final AtomicLong answered = new AtomicLong();
     final AtomicLong failed = new AtomicLong();
+    final Map<String, Integer> reasons = new java.util.concurrent.ConcurrentHashMap<>();
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "query-load");
       t.setDaemon(true);
@@ -258,6 +260,9 @@ final class QueryLatency {
         long took = System.nanoTime() - start;
         if (e != null) {
           failed.incrementAndGet();
+          Throwable cause = e.getCause() != null ? e.getCause() : e;
+          String why = cause.getClass().getSimpleName() + ": " + cause.getMessage();
+          reasons.merge(why.length() > 160 ? why.substring(0, 160) : why, 1, Integer::sum);
         } else {
           answered.incrementAndGet();
           (r.local() ? local : remote).add(took);

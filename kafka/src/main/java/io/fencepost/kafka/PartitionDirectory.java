@@ -16,7 +16,7 @@ import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
@@ -52,7 +52,7 @@ final class PartitionDirectory {
   PartitionDirectory(ActorSystem<?> system, String pipeline) {
     this.follower = system.systemActorOf(follower(), "fencepost-query-directory-"
         + URLEncoder.encode(pipeline, StandardCharsets.UTF_8) + "-" + DIRECTORIES.incrementAndGet(),
-        Props.empty());
+        DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
   }
 
   /** The receptionist key a partition's keeper registers under. */

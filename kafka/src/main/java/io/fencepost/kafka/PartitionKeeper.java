@@ -13,6 +13,7 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -56,7 +57,8 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
     this.behavior = behavior;
     this.stopTimeout = stopTimeout;
     this.stopped = stopped;
-    this.views = ctx.spawn(PartitionViews.create(pipeline, id), "views");
+    this.views = ctx.spawn(PartitionViews.create(pipeline, id), "views",
+        DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
   }
 
   /** @param stopped completed when the keeper stopped (its actor stopped before it) */

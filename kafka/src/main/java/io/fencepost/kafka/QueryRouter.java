@@ -26,6 +26,7 @@ import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.kafka.common.utils.Utils;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 
 /**
@@ -36,6 +37,9 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
  * is followed by another, after a short pause, until the query's timeout.
  */
 final class QueryRouter {
+
+  /** The dispatcher queries are answered and routed on (reference.conf). */
+  static final String DISPATCHER = "fencepost.query-dispatcher";
 
   private static final long FIRST_PAUSE_MILLIS = 20;
   private static final long MAX_PAUSE_MILLIS = 200;
@@ -51,7 +55,7 @@ final class QueryRouter {
   private final PartitionDirectory directory;
   private final TopicPartitionCounts counts;
   private final QueryCodecs codecs;
-  /** Where routing continues: the system's dispatcher, never a Kafka or receptionist thread. */
+  /** Where routing continues: the query dispatcher, never a Kafka or receptionist thread. */
   private final Executor executor;
 
   QueryRouter(ActorSystem<?> system, PipelineSettings settings, PartitionHost host, PartitionDirectory directory,
@@ -62,7 +66,7 @@ final class QueryRouter {
     this.directory = directory;
     this.counts = counts;
     this.codecs = new QueryCodecs(system);
-    this.executor = system.executionContext();
+    this.executor = system.dispatchers().lookup(DispatcherSelector.fromConfig(DISPATCHER));
   }
 
   CompletionStage<PartitionId> partitionOf(QueryTarget target) {
@@ -172,7 +176,7 @@ final class QueryRouter {
             local.ifPresent(owners::add);
             return owners;
           })
-          .thenAcceptAsync(owners -> guarded(a, () -> ask(a, owners, pauseMillis)), executor);
+          .thenAccept(owners -> guarded(a, () -> ask(a, owners, pauseMillis)));
     });
   }
 
