@@ -26,8 +26,8 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * Which nodes' keepers serve which partition, as the receptionist lists them (Pekko's cluster
  * receptionist on a cluster, its local one otherwise): each partition's {@link PartitionViews}
  * registers under its partition's key when the partition is admitted and deregisters when told to stop. A partition is looked up
- * on its first query and followed from then on, so later queries need no lookup. Listings hold only
- * reachable nodes; a node that failed drops out when the cluster sees it unreachable.
+ * on its first query and followed from then on, so later queries need no lookup. Listings hold
+ * unreachable nodes' owners too, until the cluster removes the node.
  */
 final class PartitionDirectory {
 
@@ -97,7 +97,9 @@ final class PartitionDirectory {
       ActorRef<Receptionist.Listing> listings = ctx.messageAdapter(Receptionist.Listing.class, l -> {
         @SuppressWarnings("unchecked")
         ServiceKey<QueryRequest> key = (ServiceKey<QueryRequest>) l.getKey();
-        return new Listed(byKey.get(key), l.getServiceInstances(key));
+        // Unreachable nodes' owners too: a node the failure detector doubts under load still answers, and
+        // a dead one costs one attempt's timeout while its successor, listed as well, answers.
+        return new Listed(byKey.get(key), l.getAllServiceInstances(key));
       });
       for (PartitionId id : followed.keySet()) {
         byKey.put(key(id), id);

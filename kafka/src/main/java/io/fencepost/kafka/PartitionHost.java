@@ -72,7 +72,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
   }
 
   private record Keeper(CompletionStage<ActorRef<Object>> ref, CompletableFuture<Done> stopped,
-      boolean stopping) {
+      CompletableFuture<ActorRef<QueryRequest>> views, boolean stopping) {
   }
 
   /**
@@ -92,8 +92,9 @@ final class PartitionHost implements OwnershipSeams.Actors {
       log.info("[{}] [{}] assigned again while its previous actor stops; it starts once that one stopped", pipeline,
           id.shortName());
     }
+    CompletableFuture<ActorRef<QueryRequest>> views = new CompletableFuture<>();
     CompletableFuture<ActorRef<Object>> ref = previous.toCompletableFuture().thenApply(d -> system
-        .systemActorOf(PartitionKeeper.create(pipeline, id, behavior, stopTimeout, stopped), keeperName(id),
+        .systemActorOf(PartitionKeeper.create(pipeline, id, behavior, stopTimeout, stopped, views), keeperName(id),
             Props.empty()));
     ref.whenComplete((r, e) -> {
       if (e != null) {
@@ -101,7 +102,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
         stopped.complete(Done.getInstance());
       }
     });
-    keepers.put(id, new Keeper(ref, stopped, false));
+    keepers.put(id, new Keeper(ref, stopped, views, false));
   }
 
   /**
@@ -119,14 +120,13 @@ final class PartitionHost implements OwnershipSeams.Actors {
     return ref.isDone() ? ref : ref.orTimeout(2 * stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 
-  /** The keeper of the partition's actor when the partition runs here (admitted, started, not stopping). */
-  synchronized Optional<ActorRef<QueryRequest>> localKeeper(PartitionId id) {
+  /** The partition's query actor when the partition runs here (admitted, started, not stopping). */
+  synchronized Optional<ActorRef<QueryRequest>> localViews(PartitionId id) {
     Keeper k = keepers.get(id);
-    if (k == null || k.stopping() || k.stopped().isDone()) {
+    if (k == null || k.stopping() || k.stopped().isDone() || !k.views().isDone()) {
       return Optional.empty();
     }
-    CompletableFuture<ActorRef<Object>> ref = k.ref().toCompletableFuture();
-    return ref.isDone() && !ref.isCompletedExceptionally() ? Optional.of(ref.join().narrow()) : Optional.empty();
+    return Optional.of(k.views().join());
   }
 
   /** Stops the partition's actor (after the commands it already holds); completes when it stopped. */
@@ -137,7 +137,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
       return CompletableFuture.completedFuture(Done.getInstance());
     }
     if (!k.stopping()) {
-      keepers.put(id, new Keeper(k.ref(), k.stopped(), true));
+      keepers.put(id, new Keeper(k.ref(), k.stopped(), k.views(), true));
       k.ref().thenAccept(ref -> ref.tell(new PartitionCommand.Stop()));
       k.stopped().thenRun(() -> forget(id, k.stopped()));
     }

@@ -50,7 +50,7 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
 
   private PartitionKeeper(ActorContext<Object> ctx, String pipeline, PartitionId id,
       BiFunction<PartitionId, Consumer<AppliedView>, Behavior<PartitionCommand>> behavior, Duration stopTimeout,
-      CompletableFuture<Done> stopped) {
+      CompletableFuture<Done> stopped, CompletableFuture<ActorRef<QueryRequest>> viewsRef) {
     super(ctx);
     this.pipeline = pipeline;
     this.id = id;
@@ -59,13 +59,17 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
     this.stopped = stopped;
     this.views = ctx.spawn(PartitionViews.create(pipeline, id), "views",
         DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
+    viewsRef.complete(views.narrow());
   }
 
-  /** @param stopped completed when the keeper stopped (its actor stopped before it) */
+  /**
+   * @param stopped completed when the keeper stopped (its actor stopped before it)
+   * @param viewsRef completed with the partition's query actor once the keeper started
+   */
   static Behavior<Object> create(String pipeline, PartitionId id,
       BiFunction<PartitionId, Consumer<AppliedView>, Behavior<PartitionCommand>> behavior, Duration stopTimeout,
-      CompletableFuture<Done> stopped) {
-    return Behaviors.setup(ctx -> new PartitionKeeper(ctx, pipeline, id, behavior, stopTimeout, stopped));
+      CompletableFuture<Done> stopped, CompletableFuture<ActorRef<QueryRequest>> viewsRef) {
+    return Behaviors.setup(ctx -> new PartitionKeeper(ctx, pipeline, id, behavior, stopTimeout, stopped, viewsRef));
   }
 
   @Override
@@ -75,10 +79,6 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
         .onMessageEquals(ForceStop.INSTANCE, this::onForceStop)
         .onMessage(PartitionCommand.class, command -> {
           running().tell(command);
-          return this;
-        })
-        .onMessage(QueryRequest.class, q -> {
-          views.tell(q);   // the registration is the views', but a query may come here
           return this;
         })
         .onSignal(Terminated.class, t -> {

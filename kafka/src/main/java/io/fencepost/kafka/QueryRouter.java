@@ -169,7 +169,7 @@ final class QueryRouter {
       a.attempts++;
       // The directory's owners, and this node's own keeper when the partition runs here (a node that
       // lost the partition without noticing yet asks the new owner too).
-      Optional<ActorRef<QueryRequest>> local = host.localKeeper(a.id);
+      Optional<ActorRef<QueryRequest>> local = host.localViews(a.id);
       directory.owners(a.id).toCompletableFuture().orTimeout(remaining, TimeUnit.MILLISECONDS)
           .handle((listed, e) -> {
             Set<ActorRef<QueryRequest>> owners = new HashSet<>(e == null ? listed : Set.of());

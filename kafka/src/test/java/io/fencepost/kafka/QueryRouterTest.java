@@ -149,7 +149,7 @@ class QueryRouterTest {
     QueryResult<String> r = get(other.router(settings("q2")).query(QueryTarget.partition(TOPIC, 1), new Ask("x"),
         QueryOptions.defaults()));
     assertEquals("x@10", r.reply());
-    assertFalse(other.host.localKeeper(partition("q2", 1)).isPresent(), "the asking node owns nothing");
+    assertFalse(other.host.localViews(partition("q2", 1)).isPresent(), "the asking node owns nothing");
   }
 
   @Test

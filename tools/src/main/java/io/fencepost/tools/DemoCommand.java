@@ -1,6 +1,10 @@
 package io.fencepost.tools;
 
 import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.time.Duration;
@@ -9,6 +13,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.GuaranteeStatement;
 import io.fencepost.PartitionActorSettings;
@@ -77,9 +83,10 @@ final class DemoCommand implements Main.Command {
         List<String> seeds = List.of("127.0.0.1:" + portA, "127.0.0.1:" + portB);
         List<JvmProcess> all = new ArrayList<>();
         try {
-          JvmProcess a = node("node-a", portA, seeds, broker, journal, dir);
+          int managementA = FreePorts.next();
+          JvmProcess a = node("node-a", portA, seeds, broker, journal, dir, managementA);
           all.add(a);
-          JvmProcess b = node("node-b", portB, seeds, broker, journal, dir);
+          JvmProcess b = node("node-b", portB, seeds, broker, journal, dir, FreePorts.next());
           all.add(b);
           a.awaitLine("READY", Duration.ofSeconds(120));
           b.awaitLine("READY", Duration.ofSeconds(120));
@@ -95,7 +102,8 @@ final class DemoCommand implements Main.Command {
             if (i == killAt) {
               nodeB[0].kill();
               out.printf("%nnode-b SIGKILLed mid-stream after %,d payments; restarting it%n", i);
-              nodeB[0] = node("node-b", nodeB[0] == null ? 0 : seedsPort(seeds, 1), seeds, broker, journal, dir);
+              nodeB[0] = node("node-b", nodeB[0] == null ? 0 : seedsPort(seeds, 1), seeds, broker, journal, dir,
+                  FreePorts.next());
               all.add(nodeB[0]);
             }
           });
@@ -108,6 +116,7 @@ final class DemoCommand implements Main.Command {
           out.println();
           out.print(report.render());
           out.println();
+          printRemoteBalance(out, managementA);
           LedgerBalances.Totals totals = readModel(journal);
           out.printf("read model ledger_balances (kept exactly once by a projection): %,d merchants, %,d payments, "
               + "%,d cents in all%n", totals.merchants(), totals.payments(), totals.balanceCents());
@@ -146,14 +155,41 @@ final class DemoCommand implements Main.Command {
     }
   }
 
+  /**
+   * One merchant's balance read through node-a's {@code /balances} for a merchant whose partition
+   * node-b owns: the query goes over the cluster to the owner.
+   */
+  private static void printRemoteBalance(PrintStream out, int management) throws Exception {
+    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    ObjectMapper json = new ObjectMapper();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);   // node-b owns partitions again by then
+    for (int m = 0; System.nanoTime() < deadline; m = (m + 1) % 50) {
+      HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + management
+          + "/balances/merchant-" + m)).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+      JsonNode answer = r.statusCode() == 200 ? json.readTree(r.body()) : null;
+      if (answer != null && !answer.get("local").asBoolean()) {
+        out.printf("balance of merchant-%d read through node-a, which does not own its partition %d: %,d cents "
+            + "(answered by %s from next offset %,d)%n", m, answer.get("partition").asInt(),
+            answer.get("balanceCents").asLong(), answer.get("node").asText(), answer.get("appliedNextOffset").asLong());
+        return;
+      }
+      if (m == 49) {
+        Thread.sleep(500);
+      }
+    }
+    out.println("no merchant's partition is owned by node-b: no balance read across the cluster");
+  }
+
   private static int seedsPort(List<String> seeds, int i) {
     return Integer.parseInt(seeds.get(i).substring(seeds.get(i).lastIndexOf(':') + 1));
   }
 
   private static JvmProcess node(String name, int port, List<String> seeds, KafkaBroker broker,
-      JournalDatabase journal, Path dir) {
-    return JvmProcess.start(name, Main.class.getName(),
-        LedgerNode.commandLine(broker.bootstrapServers(), TOPIC, GROUP, journal, port, seeds), dir.resolve(name + ".log"));
+      JournalDatabase journal, Path dir, int management) {
+    List<String> args = new ArrayList<>(LedgerNode.commandLine(broker.bootstrapServers(), TOPIC, GROUP, journal, port,
+        seeds));
+    args.addAll(List.of("--management-port", Integer.toString(management)));
+    return JvmProcess.start(name, Main.class.getName(), args, dir.resolve(name + ".log"));
   }
 
   @Override

@@ -36,6 +36,9 @@ class DemoIT {
     assertEquals(0, exit, "demo exit code");
     assertTrue(out.contains("guarantee: exactly-once; hop 1: business-key window"), "guarantee statement printed");
     assertTrue(out.contains("node-b SIGKILLed mid-stream after 1,600 payments"), "a node was killed mid-stream");
+    assertTrue(Pattern.compile("balance of merchant-\\d+ read through node-a, which does not own its partition \\d+: "
+        + "[\\d,]+ cents \\(answered by pekko://fencepost-ledger@127\\.0\\.0\\.1:\\d+ from next offset [\\d,]+\\)")
+        .matcher(out).find(), "a balance read across the cluster: " + out);
     Matcher sent = Pattern.compile("sent 4,000 payments \\+ ([0-9,]+) producer duplicates").matcher(out);
     assertTrue(sent.find(), "producer summary printed");
     String dups = sent.group(1);
