@@ -1,6 +1,8 @@
 package io.fencepost;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
@@ -11,6 +13,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 
@@ -22,6 +26,10 @@ import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.kafka.QueryOptions;
+import io.fencepost.kafka.QueryResult;
+import io.fencepost.kafka.QueryTarget;
+import io.fencepost.errors.PositionNotReachedException;
 import io.fencepost.embedded.ClusterNodes;
 import io.fencepost.embedded.KafkaBroker;
 import io.fencepost.embedded.Postgres;
@@ -310,6 +318,54 @@ class KafkaPipelineIT {
         committed.forEach((tp, om) -> actual.put(tp, om.offset()));
         assertEquals(expectedCommitted, actual, "Kafka committed offsets equal the actors' next offsets");
       }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
+   * A single node with Pekko's local provider answers queries about its partitions, waits for a
+   * bound, and lists its partitions in the cluster view (itself being the cluster).
+   */
+  @Test
+  void aSingleNodeWithTheLocalProviderAnswersQueriesAndListsItsPartitions() throws Exception {
+    String topic = KafkaBroker.uniqueName("queries");
+    broker.createTopic(topic, 3);
+    produce(topic, 3, 30);   // 10 records on each partition
+    Config config = ConfigFactory.parseString("pekko.actor.provider = local")
+        .withFallback(postgres.pekkoConfig()).withFallback(ConfigFactory.load());
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "single-node", config);
+    try {
+      Pipeline pipeline = KafkaPipeline.create(system, ctx -> new TestLedger(ctx, "queries"), new PaymentDeserializer(),
+          settings(system, "queries", topic).withGroupId(KafkaBroker.uniqueName("queries"))).start();
+      awaitApplied(pipeline, 30, Duration.ofMinutes(1));
+      for (int p = 0; p < 3; p++) {
+        QueryResult<Long> r = pipeline.query(QueryTarget.partition(topic, p), new TestLedger.Credits())
+            .toCompletableFuture().get(30, TimeUnit.SECONDS);
+        assertEquals(10L, r.reply(), "partition " + p);
+        assertEquals(10, r.appliedNextOffset());
+        assertTrue(r.local());
+        assertEquals(system.address().toString(), r.node());
+      }
+      ExecutionException notYet = assertThrows(ExecutionException.class, () -> pipeline.query(
+          QueryTarget.partition(topic, 0), new TestLedger.Credits(),
+          QueryOptions.defaults().afterOffset(10).withTimeout(Duration.ofMillis(500)))
+          .toCompletableFuture().get(30, TimeUnit.SECONDS));
+      assertInstanceOf(PositionNotReachedException.class, notYet.getCause(), notYet.getCause().toString());
+      CompletableFuture<QueryResult<Long>> bounded = pipeline.query(QueryTarget.partition(topic, 0),
+          new TestLedger.Credits(), QueryOptions.defaults().afterOffset(10).withTimeout(Duration.ofSeconds(30)))
+          .toCompletableFuture();
+      produce(topic, 3, 3, "more-");   // offset 10 of each partition
+      QueryResult<Long> after = bounded.get(60, TimeUnit.SECONDS);
+      assertEquals(11L, after.reply(), "answered once the record at offset 10 was applied");
+      assertEquals(11, after.appliedNextOffset());
+      List<PartitionView> cluster = pipeline.clusterStatus().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      assertEquals(List.of(0, 1, 2), cluster.stream().map(v -> v.partition().partition()).toList());
+      for (PartitionView v : cluster) {
+        assertEquals(system.address().toString(), v.ownerNode(), v.toString());
+      }
+      pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);

@@ -27,6 +27,10 @@ public class TestLedger extends PartitionActor<TestLedger.Payment, TestLedger.Le
     }
   }
 
+  /** How many credits the partition applied. */
+  public record Credits() implements Query<Long>, JacksonSerializable {
+  }
+
   /** External calls made per (test scope, offset): what an at-least-once provider would see. */
   static final Map<String, AtomicInteger> EXTERNAL_CALLS = new ConcurrentHashMap<>();
   /** Offsets whose handler must fail once ("the process dies here"), per test scope. */
@@ -41,6 +45,11 @@ public class TestLedger extends PartitionActor<TestLedger.Payment, TestLedger.Le
 
   static Inbound<Payment> payment(PartitionId partition, long offset, String paymentId) {
     return Inbound.of(partition, offset, new Payment(paymentId, "m" + (offset % 7), 100 + offset));
+  }
+
+  @Override
+  protected Object onQuery(Ledger ledger, Query<?> query) {
+    return query instanceof Credits ? ledger.credits() : super.onQuery(ledger, query);
   }
 
   @Override

@@ -64,7 +64,8 @@ final class ClusterStatus {
     return Behaviors.receive(Object.class)
         .onMessage(StatusRequest.class, q -> {
           status.get().whenComplete((views, e) ->
-              q.replyTo().tell(new StatusRequest.Reply(node, e == null ? views : List.of())));
+              q.replyTo().tell(new StatusRequest.Reply(node, e == null ? views.stream().map(ClusterStatus::row).toList()
+                  : List.of())));
           return Behaviors.same();
         })
         .onMessageEquals(Close.INSTANCE, Behaviors::stopped)
@@ -95,7 +96,7 @@ final class ClusterStatus {
           StatusRequest.Reply reply = r.join();
           if (reply != null) {
             // Two nodes may both report a partition while it moves: the one further ahead is its owner.
-            reply.views().forEach(view -> byPartition.merge(view.partition(), view,
+            reply.rows().stream().map(ClusterStatus::view).forEach(view -> byPartition.merge(view.partition(), view,
                 (a, b) -> b.nextOffset().orElse(-1) > a.nextOffset().orElse(-1) ? b : a));
           }
         }
@@ -109,6 +110,22 @@ final class ClusterStatus {
         return List.copyOf(byPartition.values());
       });
     });
+  }
+
+  private static StatusRequest.Row row(PartitionView v) {
+    return new StatusRequest.Row(v.partition(), v.ownerNode(), v.nextOffset().orElse(Long.MIN_VALUE),
+        v.lag().orElse(Long.MIN_VALUE), v.appliedRecords(), v.droppedByKey(), v.droppedRedelivery(), v.deadLettered(),
+        v.retries(), v.lastError() == null ? "" : v.lastError(), v.halted() == null ? "" : v.halted());
+  }
+
+  private static PartitionView view(StatusRequest.Row r) {
+    return new PartitionView(r.partition(), r.ownerNode(), optional(r.nextOffset()), optional(r.lag()),
+        r.appliedRecords(), r.droppedByKey(), r.droppedRedelivery(), r.deadLettered(), r.retries(), r.lastError(),
+        r.halted());
+  }
+
+  private static OptionalLong optional(long value) {
+    return value == Long.MIN_VALUE ? OptionalLong.empty() : OptionalLong.of(value);
   }
 
   void close() {

@@ -5,12 +5,10 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.OptionalLong;
 
 import io.fencepost.Query;
 import io.fencepost.annotation.InternalApi;
 import io.fencepost.internal.BinarySerializer;
-import io.fencepost.kafka.PartitionView;
 import org.apache.pekko.actor.ExtendedActorSystem;
 
 /**
@@ -79,12 +77,12 @@ public final class QuerySerializer extends BinarySerializer {
       writeRef(out, q.replyTo());
     } else if (o instanceof StatusRequest.Reply r) {
       out.writeUTF(r.node());
-      out.writeInt(r.views().size());
-      for (PartitionView v : r.views()) {
+      out.writeInt(r.rows().size());
+      for (StatusRequest.Row v : r.rows()) {
         writePartition(out, v.partition());
         out.writeUTF(v.ownerNode());
-        out.writeLong(v.nextOffset().orElse(Long.MIN_VALUE));
-        out.writeLong(v.lag().orElse(Long.MIN_VALUE));
+        out.writeLong(v.nextOffset());
+        out.writeLong(v.lag());
         out.writeLong(v.appliedRecords());
         out.writeLong(v.droppedByKey());
         out.writeLong(v.droppedRedelivery());
@@ -123,20 +121,15 @@ public final class QuerySerializer extends BinarySerializer {
       case STATUS_REPLY: {
         String node = in.readUTF();
         int n = in.readInt();
-        List<PartitionView> views = new ArrayList<>(n);
+        List<StatusRequest.Row> rows = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-          views.add(new PartitionView(readPartition(in), in.readUTF(), optional(in.readLong()),
-              optional(in.readLong()), in.readLong(), in.readLong(), in.readLong(), in.readLong(), in.readLong(),
-              in.readUTF(), in.readUTF()));
+          rows.add(new StatusRequest.Row(readPartition(in), in.readUTF(), in.readLong(), in.readLong(), in.readLong(),
+              in.readLong(), in.readLong(), in.readLong(), in.readLong(), in.readUTF(), in.readUTF()));
         }
-        return new StatusRequest.Reply(node, views);
+        return new StatusRequest.Reply(node, rows);
       }
       default:
         return null;
     }
-  }
-
-  private static OptionalLong optional(long value) {
-    return value == Long.MIN_VALUE ? OptionalLong.empty() : OptionalLong.of(value);
   }
 }

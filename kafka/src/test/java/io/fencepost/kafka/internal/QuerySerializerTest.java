@@ -4,12 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import java.util.List;
-import java.util.OptionalLong;
 
 import io.fencepost.JacksonSerializable;
 import io.fencepost.PartitionId;
 import io.fencepost.Query;
-import io.fencepost.kafka.PartitionView;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.serialization.Serialization;
 import org.apache.pekko.serialization.SerializationExtension;
@@ -51,10 +49,9 @@ class QuerySerializerTest {
         new QueryReply.Refusal(P, QueryReply.Kind.NOT_REACHED, -1, "", ""),
         new StatusRequest(statusTo),
         new StatusRequest.Reply("pekko://ledger@127.0.0.1:2551", List.of(
-            new PartitionView(P, "pekko://ledger@127.0.0.1:2551", OptionalLong.of(4812), OptionalLong.of(3), 4761,
-                12, 40, 2, 1, "", ""),
-            new PartitionView(new PartitionId("ledger", "payments", 4), "?", OptionalLong.empty(),
-                OptionalLong.empty(), 0, 0, 0, 0, 0, "timeout", "stored offset above log end"))));
+            new StatusRequest.Row(P, "pekko://ledger@127.0.0.1:2551", 4812, 3, 4761, 12, 40, 2, 1, "", ""),
+            new StatusRequest.Row(new PartitionId("ledger", "payments", 4), "?", Long.MIN_VALUE, Long.MIN_VALUE, 0, 0,
+                0, 0, 0, "timeout", "stored offset above log end"))));
     for (Object m : messages) {
       assertEquals(m, roundTrip(m));
     }
