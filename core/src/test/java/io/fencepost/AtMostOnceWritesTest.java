@@ -8,6 +8,8 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -70,6 +72,17 @@ class AtMostOnceWritesTest {
     return kit.spawn(PartitionActor.behavior(partition, s, PartitionEdgesTest.Picky::new));
   }
 
+  /** Every state the actor publishes to queries, as "nextOffset:events applied". */
+  private final Queue<String> views = new ConcurrentLinkedQueue<>();
+
+  private ActorRef<PartitionCommand> spawnPublishing(Duration linger) {
+    PartitionActorSettings s = PartitionActorSettings.create(kit.system())
+        .withDeliveryMode(DeliveryMode.AT_MOST_ONCE)
+        .withAtMostOnceLinger(linger);
+    return kit.spawn(PartitionActor.behavior(partition, s, PartitionEdgesTest.Picky::new,
+        v -> views.add(v.nextOffset() + ":" + v.answer(new Query<Long>() { }))));
+  }
+
   private List<Inbound<?>> values(long from, int count) {
     List<Inbound<?>> out = new ArrayList<>();
     for (int i = 0; i < count; i++) {
@@ -121,6 +134,34 @@ class AtMostOnceWritesTest {
   }
 
   private static final long NONE = PartitionState.NO_OFFSET;
+
+  /**
+   * Queries see a state only once the effects of every record below its offset are journaled: the
+   * offset write comes first at most once, and a state published then would lack its batch's effects.
+   */
+  @Test
+  void aStateIsOfferedToQueriesOnlyWithTheEffectsOfEveryRecordBelowItsOffset() throws Exception {
+    ActorRef<PartitionCommand> lingering = spawnPublishing(Duration.ofMinutes(5));
+    apply(lingering, values(0, 3));
+    apply(lingering, values(3, 3));
+    awaitHandlers(lingering);
+    stopAndWait(lingering);   // the stop writes the waiting effects
+    assertEquals(List.of("-1:0", "6:6"), List.copyOf(views), "effects waiting: no state between recovery and stop");
+
+    views.clear();
+    fresh();
+    ActorRef<PartitionCommand> eager = spawnPublishing(Duration.ZERO);
+    apply(eager, values(0, 3));
+    awaitHandlers(eager);
+    apply(eager, values(3, 2));
+    awaitHandlers(eager);
+    stopAndWait(eager);
+    for (String view : views) {
+      String[] v = view.split(":");
+      assertEquals(Math.max(0, Long.parseLong(v[0])), Long.parseLong(v[1]), "published " + views);
+    }
+    assertEquals("5:5", List.copyOf(views).get(views.size() - 1), "published " + views);
+  }
 
   @Test
   void aBatchsEffectsRideOnTheNextBatchsOffsetWriteAndAStopWritesTheLast() {

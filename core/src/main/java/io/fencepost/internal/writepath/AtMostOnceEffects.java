@@ -131,6 +131,11 @@ final class AtMostOnceEffects<V, S, E> {
     return out;
   }
 
+  /** Whether a write carrying effects is in flight. */
+  boolean inWrite() {
+    return inWrite != null;
+  }
+
   /** The write about to start carries {@code c} (null: nothing). */
   void writing(CarriedEffects<S> c) {
     inWrite = c;

@@ -80,9 +80,9 @@ public final class AtMostOncePath<V, S, E> {
           // Second step: effects after the offset is durable. A crash before it completes loses them.
           // Asked for first, so that the state is not published as settled (effectsSettled).
           runLater(accepted);
+          effectsDurable(unjournaled.committed());
           afterWrite.accept(s);
           pending.written(metrics);
-          effectsDurable(unjournaled.committed());
         })
         .thenReply(replyTo, s -> outcome);
   }
@@ -161,11 +161,11 @@ public final class AtMostOncePath<V, S, E> {
 
   /**
    * Whether the effects of every record below the stored offset are journaled: no accepted
-   * handler waits to run, no effect waits for a write. Until then the stored state lacks effects of
+   * handler waits to run, no effect waits for a write or is being written. Until then the stored state lacks effects of
    * records below its offset, and is not published to queries.
    */
   public boolean effectsSettled() {
-    return acceptedNotRun == 0 && !unjournaled.waiting();
+    return acceptedNotRun == 0 && !unjournaled.waiting() && !unjournaled.inWrite();
   }
 
   /** What waits for a write and what an offset write that failed left unrun. */
@@ -194,9 +194,9 @@ public final class AtMostOncePath<V, S, E> {
     pending.startUnbatched(effects, carried.user());
     unjournaled.writing(carried);
     return effect.persist(effects).thenRun(s -> {
+      effectsDurable(unjournaled.committed());   // first: the state published after the write is settled
       afterWrite.accept(s);
       pending.clear();
-      effectsDurable(unjournaled.committed());
     });
   }
 }
