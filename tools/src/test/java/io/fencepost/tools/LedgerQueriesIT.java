@@ -158,14 +158,18 @@ class LedgerQueriesIT {
       List<String> violations = new ArrayList<>();
       int[] outcomes = new int[3];   // answered, moving, other
       AtomicBoolean stop = new AtomicBoolean();
+      Map<String, Integer> partitionOf = new HashMap<>();   // a key's partition does not change
+      for (int i = 0; i < MERCHANTS; i++) {
+        partitionOf.put("merchant-" + i, partitionOf(management.get(via), "merchant-" + i));
+      }
       Thread reader = new Thread(() -> {
         int i = 0;
         while (!stop.get()) {
           String m = "merchant-" + (i++ % MERCHANTS);
           try {
-            long started = System.nanoTime();
-            int partition = partitionOf(management.get(via), m);
+            int partition = partitionOf.get(m);
             Long last = seen.get(partition);
+            long started = System.nanoTime();
             HttpResponse<String> r = get(balanceUrl(management.get(via), m,
                 last == null || last == 0 ? null : partition + ":" + (last - 1)));
             long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
