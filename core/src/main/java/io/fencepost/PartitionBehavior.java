@@ -10,6 +10,7 @@ import java.util.function.Consumer;
 import io.fencepost.errors.FencepostException;
 import io.fencepost.internal.BatchEvent;
 import io.fencepost.internal.CallOutcome;
+import io.fencepost.internal.NodeName;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
 import io.fencepost.internal.SnapshotWriter;
@@ -293,7 +294,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     return new PartitionStatus(partition,
         state.nextOffset() == PartitionState.NO_OFFSET ? OptionalLong.empty() : OptionalLong.of(state.nextOffset()),
         state.appliedRecords(), state.droppedByKey(), intake.droppedRedelivery(), state.windowSize(), incarnation,
-        ctx.getSystem().address().toString(), state.deadLettered());
+        NodeName.get(ctx.getSystem()).value(), state.deadLettered());
   }
 
   /** The actor stopped, however: at-most-once effects not journaled are logged as lost. */

@@ -15,6 +15,7 @@ import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.ClusterMembership;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
@@ -25,17 +26,22 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
-/** One ledger cluster node: an actor system on the cluster, the journal, and the ledger pipeline. */
+/**
+ * One ledger cluster node: the ledger pipeline and the journal in one actor system, the cluster
+ * membership ({@link ClusterMembership}) in another.
+ */
 public final class LedgerNode implements AutoCloseable {
 
   /** The actor system name every ledger node shares (nodes of one cluster must agree). */
   public static final String SYSTEM_NAME = "fencepost-ledger";
 
   private final ActorSystem<Void> system;
+  private final ClusterMembership membership;
   private final Pipeline pipeline;
 
-  private LedgerNode(ActorSystem<Void> system, Pipeline pipeline) {
+  private LedgerNode(ActorSystem<Void> system, ClusterMembership membership, Pipeline pipeline) {
     this.system = system;
+    this.membership = membership;
     this.pipeline = pipeline;
   }
 
@@ -60,7 +66,7 @@ public final class LedgerNode implements AutoCloseable {
 
   /**
    * Starts a node; with {@code management} (host and port) it also serves its operations endpoints
-   * there ({@code /ready}, {@code /alive}, {@code /metrics}, {@code /cluster/members}, and
+   * there ({@code /ready}, {@code /alive}, {@code /metrics}, {@code /cluster}, and
    * {@code /balances/{merchant}}, answered from any node: {@link BalancesRoute}).
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
@@ -88,11 +94,23 @@ public final class LedgerNode implements AutoCloseable {
         .withFallback(journal.pekkoConfig())
         .withFallback(ConfigFactory.defaultReference())
         .resolve();
-    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), SYSTEM_NAME, config);
+    // snippet: membership
+    // The pipeline consumes in an actor system of its own; the cluster membership runs in another,
+    // started again whenever the cluster downs this node (the node goes on consuming meanwhile).
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), SYSTEM_NAME,
+        ClusterMembership.pipelineConfig(config));
     // snippet: meters
     PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     FencepostMeters.get(system).use(prometheus);
     // end-snippet: meters
+    ClusterMembership membership;
+    try {
+      membership = ClusterMembership.start(system, config);   // before the pipelines
+    } catch (RuntimeException e) {
+      system.terminate();   // its port taken, say: no actor system left behind
+      throw e;
+    }
+    // end-snippet: membership
     if (management.isPresent()) {
       try {
         FencepostManagement.start(system).toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -103,7 +121,7 @@ public final class LedgerNode implements AutoCloseable {
       }
     }
     try {
-      return new LedgerNode(system, startPipeline(system, bootstrap, topic, group, outboxTopic));
+      return new LedgerNode(system, membership, startPipeline(system, bootstrap, topic, group, outboxTopic));
     } catch (RuntimeException | Error e) {
       system.terminate();   // a node that cannot start leaves no actor system (and no threads) behind
       throw e;
@@ -139,15 +157,21 @@ public final class LedgerNode implements AutoCloseable {
     system.getWhenTerminated().thenRun(projection::close);
   }
 
+  /** The actor system the pipeline runs in (local: the cluster membership runs in {@link #membership()}'s). */
   public ActorSystem<Void> system() {
     return system;
+  }
+
+  /** The node's cluster membership, started again whenever the cluster downs the node. */
+  public ClusterMembership membership() {
+    return membership;
   }
 
   public Pipeline pipeline() {
     return pipeline;
   }
 
-  /** Leaves the cluster gracefully: the pipeline drains first (a coordinated-shutdown task). */
+  /** Stops the node: the pipeline drains (a coordinated-shutdown task), and the membership leaves the cluster. */
   @Override
   public void close() {
     system.terminate();
@@ -165,7 +189,4 @@ public final class LedgerNode implements AutoCloseable {
         "--jdbc-url", journal.jdbcUrl(), "--jdbc-user", journal.user(), "--jdbc-password", journal.password(),
         "--port", Integer.toString(port), "--seeds", String.join(",", seeds));
   }
-
-  /** {@code fencepost ledger}'s exit status when the cluster downed the node (0 after SIGTERM). */
-  public static final int DOWNED_EXIT_STATUS = 3;
 }

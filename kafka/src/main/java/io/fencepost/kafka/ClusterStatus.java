@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
@@ -16,6 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 import io.fencepost.PartitionId;
+import io.fencepost.internal.NodeName;
 import io.fencepost.kafka.internal.StatusRequest;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -40,6 +42,7 @@ final class ClusterStatus {
   private static final AtomicLong RESPONDERS = new AtomicLong();
 
   private final ActorSystem<?> system;
+  private final Membership membership;
   private final PipelineSettings settings;
   private final TopicPartitionCounts counts;
   private final ActorRef<Object> responder;
@@ -48,19 +51,20 @@ final class ClusterStatus {
   ClusterStatus(ActorSystem<?> system, PipelineSettings settings, TopicPartitionCounts counts,
       Supplier<CompletionStage<List<PartitionView>>> status) {
     this.system = system;
+    this.membership = Membership.of(system);
     this.settings = settings;
     this.counts = counts;
     this.key = ServiceKey.create(StatusRequest.class, "fencepost-pipeline|" + settings.groupId());
     this.responder = system.systemActorOf(responder(status), "fencepost-status-"
         + URLEncoder.encode(settings.name(), StandardCharsets.UTF_8) + "-" + RESPONDERS.incrementAndGet(),
         Props.empty());
-    system.receptionist().tell(Receptionist.register(key, responder.narrow()));
+    membership.serve(key, responder.narrow());
   }
 
   private enum Close { INSTANCE }
 
   private Behavior<Object> responder(Supplier<CompletionStage<List<PartitionView>>> status) {
-    String node = system.address().toString();
+    String node = NodeName.get(system).value();
     return Behaviors.receive(Object.class)
         .onMessage(StatusRequest.class, q -> {
           status.get().whenComplete((views, e) ->
@@ -76,14 +80,22 @@ final class ClusterStatus {
   CompletionStage<List<PartitionView>> all() {
     Duration timeout = settings.askTimeout().compareTo(Duration.ofSeconds(10)) < 0 ? settings.askTimeout()
         : Duration.ofSeconds(10);
+    Optional<String> localOnly = membership.localOnly();
+    Optional<ActorSystem<?>> cluster = membership.cluster();
+    if (localOnly.isPresent() || cluster.isEmpty()) {
+      return CompletableFuture.failedFuture(new IllegalStateException("[" + settings.name() + "] the cluster view "
+          + "cannot be listed on this node now: " + localOnly.orElse("it is not a cluster member") + "; "
+          + "Pipeline.status() lists this node's partitions"));
+    }
+    ActorSystem<?> via = cluster.get();
     CompletionStage<Set<ActorRef<StatusRequest>>> nodes = AskPattern.<Receptionist.Command, Receptionist.Listing>ask(
-        system.receptionist(), replyTo -> Receptionist.find(key, replyTo), timeout, system.scheduler())
+        via.receptionist(), replyTo -> Receptionist.find(key, replyTo), timeout, via.scheduler())
         .thenApply(listing -> listing.getServiceInstances(key));
     return nodes.thenCompose(refs -> {
       List<CompletableFuture<StatusRequest.Reply>> replies = new ArrayList<>();
       for (ActorRef<StatusRequest> ref : refs) {
         replies.add(AskPattern.<StatusRequest, StatusRequest.Reply>ask(ref, StatusRequest::new, timeout,
-            system.scheduler()).toCompletableFuture().exceptionally(e -> null));
+            via.scheduler()).toCompletableFuture().exceptionally(e -> null));
       }
       List<CompletableFuture<Integer>> topicCounts = settings.topics().stream()
           .map(t -> counts.of(t).toCompletableFuture().exceptionally(e -> 0)).toList();
@@ -129,7 +141,7 @@ final class ClusterStatus {
   }
 
   void close() {
-    system.receptionist().tell(Receptionist.deregister(key, responder.narrow()));
+    membership.unserve(key, responder.narrow());
     responder.tell(Close.INSTANCE);
   }
 }

@@ -14,7 +14,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import io.fencepost.PartitionId;
 import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
@@ -47,12 +46,22 @@ final class PartitionDirectory {
 
   private final Map<PartitionId, CompletableFuture<Void>> followed = new ConcurrentHashMap<>();
   private final Map<PartitionId, Entry> entries = new ConcurrentHashMap<>();
-  private final ActorRef<Object> follower;
+  private final Runnable stopFollowing;
+  private volatile ActorRef<Object> follower;
 
-  PartitionDirectory(ActorSystem<?> system, String pipeline) {
-    this.follower = system.systemActorOf(follower(), "fencepost-query-directory-"
-        + URLEncoder.encode(pipeline, StandardCharsets.UTF_8) + "-" + DIRECTORIES.incrementAndGet(),
-        DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
+  PartitionDirectory(Membership membership, String pipeline) {
+    String name = "fencepost-query-directory-" + URLEncoder.encode(pipeline, StandardCharsets.UTF_8) + "-"
+        + DIRECTORIES.incrementAndGet();
+    // A follower in each of the membership's actor systems: one restarted after the node was downed
+    // lists afresh (the old listings name actors of a cluster this node left).
+    this.stopFollowing = membership.onEachSystem(system -> {
+      entries.clear();
+      ActorRef<Object> before = follower;
+      follower = system.systemActorOf(follower(), name, DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
+      if (before != null) {
+        before.tell(Close.INSTANCE);   // of a system that stopped, or stopping: a no-op there
+      }
+    });
   }
 
   /** The receptionist key a partition's keeper registers under. */
@@ -63,16 +72,17 @@ final class PartitionDirectory {
 
   /** The keepers serving the partition now (after its first listing arrived). */
   CompletionStage<Set<ActorRef<QueryRequest>>> owners(PartitionId id) {
-    CompletableFuture<Void> first = followed.get(id);
-    if (first == null) {
-      CompletableFuture<Void> mine = new CompletableFuture<>();
-      first = followed.putIfAbsent(id, mine);
-      if (first == null) {
-        first = mine;
-        follower.tell(new Follow(id));   // after the future is in the map: its first listing completes it
-      }
+    CompletableFuture<Void> first = followed.computeIfAbsent(id, p -> new CompletableFuture<>());
+    ActorRef<Object> f = follower;
+    if (!first.isDone() && f != null) {
+      // After the future is in the map: its first listing completes it. Told again while none came (a
+      // follower that started meanwhile subscribed already: the follower subscribes once).
+      f.tell(new Follow(id));
     }
-    return first.thenApply(v -> entries.get(id).owners());
+    return first.thenApply(v -> {
+      Entry e = entries.get(id);
+      return e == null ? Set.<ActorRef<QueryRequest>>of() : e.owners();
+    });
   }
 
   /** Since when the partition has no listed owner; {@code fallback} when it has some or was never looked up. */
@@ -83,7 +93,11 @@ final class PartitionDirectory {
 
   /** Stops following. */
   void close() {
-    follower.tell(Close.INSTANCE);
+    stopFollowing.run();
+    ActorRef<Object> f = follower;
+    if (f != null) {
+      f.tell(Close.INSTANCE);
+    }
   }
 
   /**

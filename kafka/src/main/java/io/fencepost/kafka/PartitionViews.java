@@ -8,15 +8,16 @@ import java.util.Optional;
 
 import io.fencepost.AppliedView;
 import io.fencepost.PartitionId;
+import io.fencepost.internal.NodeName;
 import io.fencepost.kafka.internal.QueryReply;
 import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
-import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,8 +27,8 @@ import org.slf4j.LoggerFactory;
  * its journaled state after recovery and after each durable write, and this actor (a child of the
  * partition's keeper, with a mailbox of its own, so queries never delay batches) answers from the
  * newest one, or holds a query until a state reaches its position bound. It never starts the
- * partition's actor: the pipeline does, with its own backoff. It registers with the receptionist
- * under the partition's key when it starts, and deregisters when the keeper is told to stop.
+ * partition's actor: the pipeline does, with its own backoff. It is served under the partition's key
+ * ({@link Membership#serve}) when it starts, and no longer when the keeper is told to stop or it stops.
  */
 final class PartitionViews extends AbstractBehavior<Object> {
 
@@ -52,6 +53,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
   private final ServiceKey<QueryRequest> serviceKey;
   private final String node;
   private final QueryCodecs codecs;
+  private final Membership membership;
   private final Map<Long, QueryRequest> held = new HashMap<>();
   private long nextHeld;
   private boolean leaving;
@@ -63,9 +65,10 @@ final class PartitionViews extends AbstractBehavior<Object> {
     this.pipeline = pipeline;
     this.id = id;
     this.serviceKey = PartitionDirectory.key(id);
-    this.node = ctx.getSystem().address().toString();
+    this.node = NodeName.get(ctx.getSystem()).value();
     this.codecs = new QueryCodecs(ctx.getSystem());
-    ctx.getSystem().receptionist().tell(Receptionist.register(serviceKey, ctx.getSelf().narrow()));
+    this.membership = Membership.of(ctx.getSystem());
+    membership.serve(serviceKey, ctx.getSelf().narrow());
   }
 
   static Behavior<Object> create(String pipeline, PartitionId id) {
@@ -79,12 +82,16 @@ final class PartitionViews extends AbstractBehavior<Object> {
         .onMessage(QueryRequest.class, this::onQuery)
         .onMessage(WaitOver.class, this::onWaitOver)
         .onMessageEquals(Leave.INSTANCE, this::onLeave)
+        .onSignal(PostStop.class, stop -> {
+          membership.unserve(serviceKey, getContext().getSelf().narrow());   // however it stopped
+          return this;
+        })
         .build();
   }
 
   private Behavior<Object> onLeave() {
     leaving = true;
-    getContext().getSystem().receptionist().tell(Receptionist.deregister(serviceKey, getContext().getSelf().narrow()));
+    membership.unserve(serviceKey, getContext().getSelf().narrow());
     held.values().forEach(q -> q.replyTo().tell(refusal(QueryReply.Kind.NOT_OWNER)));
     held.clear();
     return this;

@@ -21,6 +21,7 @@ import io.fencepost.errors.PartitionMovingException;
 import io.fencepost.errors.PositionNotReachedException;
 import io.fencepost.errors.QueryFailedException;
 import io.fencepost.errors.RetriableException;
+import io.fencepost.internal.NodeName;
 import io.fencepost.kafka.internal.QueryReply;
 import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.kafka.common.utils.Utils;
@@ -55,6 +56,8 @@ final class QueryRouter {
   private final PartitionDirectory directory;
   private final TopicPartitionCounts counts;
   private final QueryCodecs codecs;
+  private final Membership membership;
+  private final String node;
   /** Where routing continues: the query dispatcher, never a Kafka or receptionist thread. */
   private final Executor executor;
 
@@ -66,6 +69,8 @@ final class QueryRouter {
     this.directory = directory;
     this.counts = counts;
     this.codecs = new QueryCodecs(system);
+    this.membership = Membership.of(system);
+    this.node = NodeName.get(system).value();
     this.executor = system.dispatchers().lookup(DispatcherSelector.fromConfig(DISPATCHER));
   }
 
@@ -130,6 +135,8 @@ final class QueryRouter {
     /** The last completed attempt's FAILED refusal, when no owner answered. */
     volatile QueryFailedException failed;
     volatile int attempts;
+    /** Why the current attempt asks this node's own keeper only, or {@code null}: it asks the cluster too. */
+    volatile String localOnly;
 
     Attempts(PartitionId id, Query<R> query, long minNextOffset, long deadlineNanos, Instant startedAt,
         Duration timeout, CompletableFuture<QueryResult<R>> result) {
@@ -168,13 +175,18 @@ final class QueryRouter {
       }
       a.attempts++;
       // The directory's owners, and this node's own keeper when the partition runs here (a node that
-      // lost the partition without noticing yet asks the new owner too).
+      // lost the partition without noticing yet asks the new owner too). A node that is not a cluster
+      // member now (its membership restarts) asks its own keeper only, and says so.
       Optional<ActorRef<QueryRequest>> local = host.localViews(a.id);
-      directory.owners(a.id).toCompletableFuture().orTimeout(remaining, TimeUnit.MILLISECONDS)
-          .handle((listed, e) -> {
-            Set<ActorRef<QueryRequest>> owners = new HashSet<>(e == null ? listed : Set.of());
-            local.ifPresent(owners::add);
-            return owners;
+      Optional<String> localOnly = membership.localOnly();
+      a.localOnly = localOnly.orElse(null);
+      CompletableFuture<Set<ActorRef<QueryRequest>>> listed = localOnly.isPresent() || membership.cluster().isEmpty()
+          ? CompletableFuture.completedFuture(Set.of())
+          : directory.owners(a.id).toCompletableFuture().orTimeout(remaining, TimeUnit.MILLISECONDS);
+      listed.handle((owners, e) -> {
+            Set<ActorRef<QueryRequest>> all = new HashSet<>(e == null ? owners : Set.of());
+            local.ifPresent(all::add);
+            return all;
           })
           .thenAccept(owners -> guarded(a, () -> ask(a, owners, pauseMillis)));
     });
@@ -183,7 +195,7 @@ final class QueryRouter {
   private <R> void ask(Attempts<R> a, Set<ActorRef<QueryRequest>> owners, long pauseMillis) {
     long remaining = a.remainingMillis();
     if (owners.isEmpty() || remaining <= 0) {
-      a.lastFailure = "no node serves it";
+      a.lastFailure = a.localOnly != null ? a.localOnly : "no node serves it";
       a.notReachedAt = Long.MIN_VALUE;
       a.failed = null;
       again(a, pauseMillis);
@@ -231,7 +243,7 @@ final class QueryRouter {
       @SuppressWarnings("unchecked")
       R r = (R) answer.reply();
       a.result.complete(new QueryResult<>(r, answer.partition(), answer.node(), answer.nextOffset(),
-          answer.incarnation(), answer.node().equals(system.address().toString())));
+          answer.incarnation(), answer.node().equals(node), a.localOnly != null));
     } else if (reply instanceof QueryReply.Refusal refusal) {
       switch (refusal.kind()) {
         case FAILED -> verdict.failed = new QueryFailedException(a.id.qualifiedName(), refusal.causeClass(),

@@ -16,12 +16,12 @@ import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.Query;
+import io.fencepost.internal.NodeName;
 import io.fencepost.kafka.internal.FenceCheck;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.pekko.Done;
-import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -43,7 +43,7 @@ final class RunningPipeline<V> implements Pipeline {
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
   private final GuaranteeStatement guarantee;
-  private final Address self;
+  private final String self;
   private final Admin admin;
   private final LogProbe logProbe;
   private final DeadLetterPublisher deadLetters;
@@ -75,7 +75,7 @@ final class RunningPipeline<V> implements Pipeline {
     this.consumerProperties = clients.consumer();
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
-    this.self = system.address();
+    this.self = NodeName.get(system).value();
     // Settings refused by the producers fail here, before any client exists to leak.
     this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL, ticker);
     this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, ticker);
@@ -115,7 +115,7 @@ final class RunningPipeline<V> implements Pipeline {
         () -> stopped != null, silentAfter(settings, deadLetters.longestWait()), ticker);
     this.statusAndHealth = new PipelineStatus(settings, admin, consumerProperties, ownership, targets, journal, ticker);
     TopicPartitionCounts partitionCounts = new TopicPartitionCounts(admin, ticker);
-    this.queries = new QueryRouter(system, settings, host, new PartitionDirectory(system, settings.name()),
+    this.queries = new QueryRouter(system, settings, host, new PartitionDirectory(Membership.of(system), settings.name()),
         partitionCounts);
     this.cluster = new ClusterStatus(system, settings, partitionCounts, this::status);
   }

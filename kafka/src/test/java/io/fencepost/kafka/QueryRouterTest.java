@@ -28,6 +28,7 @@ import io.fencepost.errors.PositionNotReachedException;
 import io.fencepost.errors.QueryFailedException;
 import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.AfterAll;
@@ -58,12 +59,18 @@ class QueryRouterTest {
   }
 
   /** One node's stand-ins: each partition's state is at the offset {@link #offsets} holds; a command republishes it. */
-  private static final class Node {
+  static final class Node {
     final Map<Integer, AtomicLong> offsets = new ConcurrentHashMap<>();
+    final ActorSystem<?> system;
     final PartitionHost host;
 
     Node(String pipeline) {
-      host = new PartitionHost(kit.system(), pipeline, this::standIn, Duration.ofSeconds(5));
+      this(kit.system(), pipeline);
+    }
+
+    Node(ActorSystem<?> system, String pipeline) {
+      this.system = system;
+      host = new PartitionHost(system, pipeline, this::standIn, Duration.ofSeconds(5));
     }
 
     private Behavior<PartitionCommand> standIn(PartitionId id, java.util.function.Consumer<AppliedView> views) {
@@ -93,23 +100,23 @@ class QueryRouterTest {
     void own(PartitionId id) throws Exception {
       host.admit(id);
       host.actor(id).toCompletableFuture().get(5, TimeUnit.SECONDS)
-          .tell(new PartitionCommand.GetStatus(kit.system().ignoreRef()));
+          .tell(new PartitionCommand.GetStatus(system.ignoreRef()));
     }
 
     /** Sets the partition's offset and has its actor publish it. */
     void advance(PartitionId id, long next) throws Exception {
       offsets.get(id.partition()).set(next);
       host.actor(id).toCompletableFuture().get(5, TimeUnit.SECONDS)
-          .tell(new PartitionCommand.GetStatus(kit.system().ignoreRef()));
+          .tell(new PartitionCommand.GetStatus(system.ignoreRef()));
     }
 
     QueryRouter router(PipelineSettings settings) {
-      return new QueryRouter(kit.system(), settings, host, new PartitionDirectory(kit.system(), settings.name()),
+      return new QueryRouter(system, settings, host, new PartitionDirectory(Membership.of(system), settings.name()),
           new TopicPartitionCounts(topic -> CompletableFuture.completedFuture(4), Ticker.SYSTEM));
     }
   }
 
-  private static PipelineSettings settings(String name) {
+  static PipelineSettings settings(String name) {
     return PipelineSettings.create(kit.system(), name).withTopics(List.of(TOPIC)).withBootstrapServers("unused:9092")
         .withGroupId(name);   // each test its own group: its partitions are its own in the shared receptionist
   }

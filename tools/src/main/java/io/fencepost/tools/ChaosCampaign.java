@@ -209,8 +209,9 @@ final class ChaosCampaign {
   }
 
   /**
-   * Waits {@code time} the way a process supervisor (systemd, Kubernetes) would: a node that exits,
-   * for instance after the split-brain resolver downed it, is started again within half a second.
+   * Waits {@code time} the way a process supervisor (systemd, Kubernetes) would: a node that exits
+   * (one no longer live, say) is started again within half a second. A node the split-brain resolver
+   * downed does not exit: its membership starts again in-process.
    */
   private void supervise(Duration time) throws InterruptedException {
     long deadline = System.nanoTime() + time.toNanos();
@@ -253,7 +254,7 @@ final class ChaosCampaign {
         supervise(Duration.ofSeconds(12));   // past session.timeout.ms and the resolver's stable-after
         nodes[i].resume();
         log("SIGCONT node" + i);
-        supervise(Duration.ofSeconds(5));   // the resolver downed it: it exits and is started again
+        supervise(Duration.ofSeconds(5));   // the resolver downed it: it goes on, its membership rejoins
       }
       case REBALANCE -> {
         int port = FreePorts.next();

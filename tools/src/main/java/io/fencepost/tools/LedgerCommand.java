@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 
 import io.fencepost.FencepostMeters;
 import io.fencepost.examples.LedgerNode;
@@ -12,8 +13,8 @@ import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.embedded.H2;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
-import org.apache.pekko.cluster.Cluster;
 
 /** {@code fencepost ledger}: runs one node until SIGTERM (graceful) or SIGKILL. */
 final class LedgerCommand implements Main.Command {
@@ -33,7 +34,7 @@ final class LedgerCommand implements Main.Command {
         .value("outbox-topic", "name", "FENCEPOST_OUTBOX_TOPIC", null,
             "announce every credit on this topic through the outbox (relay on); default none")
         .value("management-port", "n", "FENCEPOST_MANAGEMENT_PORT", null,
-            "serve /ready, /alive, /metrics (Prometheus) and /cluster/members on this port; default off")
+            "serve /ready, /alive, /metrics (Prometheus), /cluster and /balances/{merchant} on this port; default off")
         .value("management-host", "address", "FENCEPOST_MANAGEMENT_HOST", "127.0.0.1",
             "address the management port binds; beyond loopback only for an orchestrator's probes")
         .bool("install-schema", "create the journal tables if they are missing")
@@ -61,23 +62,26 @@ final class LedgerCommand implements Main.Command {
     if (flags.isSet("read-model")) {
       node.startReadModel(journal, flags.require("topic"), flags.require("group"));
     }
-    // A supervisor or a test may wait for the node to be a cluster member (consuming does not).
-    Cluster.get(node.system().classicSystem()).registerOnMemberUp(() -> {
-      System.out.println("UP " + node.system().address());
+    // A supervisor or a test may wait for the node to be a cluster member (consuming does not): one
+    // line each time it becomes one, again after the cluster downed it and a new membership joined.
+    node.membership().onEachMemberUp(() -> {
+      System.out.println("UP " + node.membership().node() + " (membership " + node.membership().starts() + ")");
       System.out.flush();
     });
-    System.out.println("READY " + node.system().address());
+    System.out.println("READY " + node.membership().node());
     System.out.flush();
     LivenessWatch liveness = LivenessWatch.start(node.pipeline(), node.system());
+    // In the shutdown itself: after SIGTERM the JVM halts once its shutdown hooks ran, before this
+    // thread would print anything.
+    CoordinatedShutdown.get(node.system()).addTask(CoordinatedShutdown.PhaseBeforeActorSystemTerminate(),
+        "print-fenced-writes", () -> {
+          System.out.println("fencepost.writes.fenced on this node: "
+              + (long) meters.find("fencepost.writes.fenced").counters().stream().mapToDouble(Counter::count).sum());
+          System.out.flush();
+          return CompletableFuture.completedFuture(Done.getInstance());
+        });
     node.system().getWhenTerminated().toCompletableFuture().get();
-    System.out.println("fencepost.writes.fenced on this node: "
-        + (long) meters.find("fencepost.writes.fenced").counters().stream().mapToDouble(Counter::count).sum());
     Optional<CoordinatedShutdown.Reason> reason = CoordinatedShutdown.get(node.system()).getShutdownReason();
-    if (reason.isPresent() && reason.get().equals(CoordinatedShutdown.clusterDowningReason())) {
-      System.err.println("fencepost ledger: this node was downed by the cluster (split-brain resolver or an "
-          + "operator) and stopped; exit status " + LedgerNode.DOWNED_EXIT_STATUS + ": let a supervisor start it again");
-      return LedgerNode.DOWNED_EXIT_STATUS;
-    }
     if (reason.isPresent() && reason.get().equals(LivenessWatch.REASON)) {
       System.err.println("fencepost ledger: this node was not live (" + liveness.lastReason() + ") and stopped; exit "
           + "status " + LivenessWatch.EXIT_STATUS + ": let a supervisor start it again");

@@ -18,12 +18,12 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.BiConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.Effects;
@@ -86,7 +86,8 @@ class ClusterFailoverIT {
   private JvmProcess brokerProcess;
   private String bootstrap;
   private JournalDatabase db;
-  private final int[] ports = {FreePorts.next(), FreePorts.next(), FreePorts.next()};
+  /** Ascending: node0, the first seed, has the lowest address (keep-majority keeps its side of a tie). */
+  private final int[] ports = IntStream.generate(FreePorts::next).limit(3).sorted().toArray();
   private final JvmProcess[] nodes = new JvmProcess[3];
 
   @BeforeEach
@@ -333,10 +334,9 @@ class ClusterFailoverIT {
   }
 
   /**
-   * Sequential faults: a zombie the others down, then (before it is back) a SIGKILL of the oldest
-   * node. With two members left and one of them dead, keep-majority may down the last node too; a
-   * supervisor (this test) starts every downed node again. The ledger must go on all the same: its
-   * partitions follow Kafka, not the cluster's membership.
+   * Sequential faults: a zombie the others down, then a SIGKILL of the oldest node. The zombie does
+   * not exit: only its cluster membership stops, and a new one joins while it goes on consuming. The
+   * ledger goes on all the same: its partitions follow Kafka, not the cluster's membership.
    */
   @Test
   void aZombieThenAKillOfTheOldestNodeDoNotStopTheLedger() throws Exception {
@@ -346,38 +346,62 @@ class ClusterFailoverIT {
     nodes[2].pause();                                          // SIGSTOP 20 s: a zombie
     Thread.sleep(20_000);
     nodes[2].resume();
-    assertEquals(LedgerNode.DOWNED_EXIT_STATUS, nodes[2].awaitExit(Duration.ofSeconds(60)),
-        "the resumed zombie learns it was downed and exits for its supervisor");
-    startNode(2);
-    nodes[0].kill();                                           // the oldest node, before node2 is back
-    List<String> restarts = new ArrayList<>();
-    AtomicBoolean supervising = new AtomicBoolean(true);
-    Thread supervisor = new Thread(() -> {
-      while (supervising.get()) {
-        for (int i = 1; i < 3; i++) {
-          if (!nodes[i].isAlive()) {
-            restarts.add("node" + i + " exited with status " + nodes[i].awaitExit(Duration.ZERO));
-            startNode(i);
-          }
-        }
-        try {
-          Thread.sleep(200);
-        } catch (InterruptedException e) {
-          return;
-        }
-      }
-    }, "supervisor");
-    supervisor.start();
-    try {
-      producer.join();
-      assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
-    } finally {
-      supervising.set(false);
-      supervisor.interrupt();
-      supervisor.join();
+    awaitLog(nodes[2], "cluster membership 1 of " + address(2) + " ended: downed by the cluster",
+        Duration.ofSeconds(60));
+    nodes[2].awaitLine("UP " + address(2) + " (membership 2)", Duration.ofSeconds(90));   // rejoined, in-process
+    nodes[0].kill();                                           // the oldest node
+    producer.join();
+    assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
+    assertTrue(nodes[1].isAlive() && nodes[2].isAlive(), "no survivor exited");
+    System.out.println("zombie then kill of the oldest: node1 memberships " + nodes[1].countLines("UP ")
+        + ", node2 memberships " + nodes[2].countLines("UP ") + "; fenced writes seen " + fencedWrites());
+  }
+
+  /**
+   * A two-node cluster (the third node killed and downed first), and the first seed SIGKILLed:
+   * keep-majority downs the survivor (one against one, and the first seed has the lowest address).
+   * Consuming needs no cluster: the survivor keeps applying every partition, with no exit and no
+   * restart, while its membership starts again; once the first seed is back, it rejoins.
+   */
+  @Test
+  void theSurvivorOfATwoNodeClusterWhoseFirstSeedWasKilledKeepsApplying() throws Exception {
+    nodes[2].kill();                                           // the others down it: two members remain
+    String downed = "and is downing [" + address(2) + "]";
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (nodes[0].countLines(downed) + nodes[1].countLines(downed) == 0) {
+      assertTrue(System.nanoTime() < deadline, "node2 was not downed within 60 s");
+      Thread.sleep(200);
     }
-    System.out.println("zombie then kill of the oldest: restarts by the supervisor " + restarts
-        + "; fenced writes seen " + fencedWrites());
+    AtomicLongArray produced = new AtomicLongArray(PARTITIONS);
+    Thread producer = producer(0, 30_000, 1_000, produced);   // ~30 s of traffic
+    Thread.sleep(4_000);
+    nodes[0].kill();                                           // the first seed
+    awaitLog(nodes[1], "cluster membership 1 of " + address(1) + " ended: downed by the cluster",
+        Duration.ofSeconds(60));
+    long downedAt = System.nanoTime();
+    producer.join();
+    assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
+    System.out.printf("survivor applied every payment %.1f s after it was downed%n",
+        (System.nanoTime() - downedAt) / 1e9);
+    assertTrue(nodes[1].isAlive(), "the downed survivor still runs");
+    assertEquals(1, nodes[1].countLines("READY"), "the survivor was not restarted");
+    assertEquals(1, nodes[1].countLines("UP "), "no cluster to join while the first seed is down");
+    startNode(0);                                              // the first seed again: a cluster to rejoin
+    nodes[1].awaitLine("UP " + address(1) + " (membership 2)", Duration.ofSeconds(120));
+    assertEquals(2, nodes[1].countLines("UP " + address(1) + " (membership "), "the survivor rejoined, once");
+  }
+
+  private String address(int node) {
+    return "pekko://" + LedgerNode.SYSTEM_NAME + "@127.0.0.1:" + ports[node];
+  }
+
+  /** Waits until {@code node}'s log holds a line containing {@code text}. */
+  private static void awaitLog(JvmProcess node, String text, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (node.countLines(text) == 0) {
+      assertTrue(System.nanoTime() < deadline, node + " did not log [" + text + "] within " + timeout);
+      Thread.sleep(200);
+    }
   }
 
   /**
@@ -418,7 +442,7 @@ class ClusterFailoverIT {
       Thread.sleep(500);
     }
     // Resumed only once the others downed it (a partition moves sooner than the resolver decides):
-    // then the resumed node learns it is out of the cluster and exits for its supervisor.
+    // then the resumed node learns it is out of the cluster; only its membership stops.
     String downed = "and is downing [pekko://" + LedgerNode.SYSTEM_NAME + "@127.0.0.1:" + ports[holder] + "]";
     deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (nodes[(holder + 1) % 3].countLines(downed) + nodes[(holder + 2) % 3].countLines(downed) == 0) {
@@ -427,7 +451,12 @@ class ClusterFailoverIT {
     }
     Files.createFile(holdDir().resolve("release-hold-1"));
     stale.resume();                                            // SIGCONT: its handler returns, it writes
-    int status = stale.awaitExit(Duration.ofSeconds(90));
+    awaitLog(stale, "fenced: the journal refused this incarnation's write", Duration.ofSeconds(90));
+    awaitLog(stale, "cluster membership 1 of " + address(holder) + " ended: downed by the cluster",
+        Duration.ofSeconds(60));
+    assertTrue(stale.isAlive(), "the downed node goes on (its membership starts again)");
+    stale.terminate(Duration.ofSeconds(60));                   // its counter is printed at exit
+    int status = stale.awaitExit(Duration.ZERO);
     System.out.println("stale owner node" + holder + ": "
         + stale.lines().stream().filter(OwnershipLog::isFencedWrite).count() + " fenced write(s), exit status " + status);
     assertEquals(1, stale.countLines("RELEASED hold-1"), "the frozen handler returned after SIGCONT");
@@ -435,7 +464,7 @@ class ClusterFailoverIT {
         + "write of offsets [" + heldOffset + ".." + heldOffset + "] on its unique key"), "its journal write was refused");
     assertEquals(1, stale.lines().stream().filter(OwnershipLog::isFencedWrite).count(), "no other write of it fenced");
     assertEquals(1, stale.countLines("fencepost.writes.fenced on this node: 1"), "its fenced-write counter");
-    assertEquals(LedgerNode.DOWNED_EXIT_STATUS, status, "the downed node exits with the status for its supervisor");
+    assertEquals(143, status, "stopped by SIGTERM");
     assertEveryOffsetExactlyOnce(produced, Duration.ofMinutes(4));
   }
 

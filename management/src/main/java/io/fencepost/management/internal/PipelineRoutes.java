@@ -9,6 +9,7 @@ import java.util.concurrent.CompletionStage;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.fencepost.kafka.ClusterMembership;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.PartitionView;
 import io.fencepost.kafka.Pipeline;
@@ -30,6 +31,8 @@ import org.apache.pekko.management.javadsl.ManagementRouteProviderSettings;
  * Pekko Management route: {@code GET /pipelines/<name>/partitions} is the cluster view of a
  * pipeline running on this node ({@link Pipeline#clusterStatus()}): one JSON object per partition
  * of its topics, whichever node owns it. 404 naming the pipelines that run here when none has the name.
+ * {@code GET /cluster} is this node's {@link ClusterMembership}: {@code {"node", "member", "starts",
+ * "notMember" (why not, when not), "members": {address: status}}}; 404 on a node without one.
  */
 public final class PipelineRoutes implements ManagementRouteProvider {
 
@@ -43,8 +46,28 @@ public final class PipelineRoutes implements ManagementRouteProvider {
 
   @Override
   public Route routes(ManagementRouteProviderSettings settings) {
-    return Directives.pathPrefix("pipelines", () -> Directives.pathPrefix(PathMatchers.segment(), name ->
-        Directives.path("partitions", () -> Directives.get(() -> Directives.completeWithFuture(partitions(name))))));
+    return Directives.concat(
+        Directives.pathPrefix("pipelines", () -> Directives.pathPrefix(PathMatchers.segment(), name ->
+            Directives.path("partitions", () -> Directives.get(() -> Directives.completeWithFuture(partitions(name)))))),
+        Directives.path("cluster", () -> Directives.get(() -> Directives.completeWithFuture(cluster()))));
+  }
+
+  /** This node's {@link ClusterMembership}: whether it is a member, why not, and the members it sees. */
+  private CompletionStage<HttpResponse> cluster() {
+    Optional<ClusterMembership> membership = ClusterMembership.of(system);
+    if (membership.isEmpty()) {
+      return respond(StatusCodes.NOT_FOUND, error("this node runs no ClusterMembership (its pipelines' actor system "
+          + "is its cluster node, if any): see docs/deployment.md, \"What the cluster is for\""));
+    }
+    ClusterMembership m = membership.get();
+    ObjectNode o = JSON.createObjectNode();
+    o.put("node", m.node());
+    o.put("member", m.isMember());
+    o.put("starts", m.starts());
+    m.notMemberReason().ifPresent(r -> o.put("notMember", r));
+    ObjectNode members = o.putObject("members");
+    m.members().forEach(members::put);
+    return respond(StatusCodes.OK, o.toString());
   }
 
   private CompletionStage<HttpResponse> partitions(String name) {

@@ -1,0 +1,82 @@
+package io.fencepost.kafka;
+
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.apache.pekko.actor.typed.receptionist.ServiceKey;
+
+/**
+ * A {@link ClusterMembership} system's side of the actors a node serves: for each served actor (in
+ * the pipeline's actor system, which has no remoting) a forwarder in the membership's system,
+ * registered with its receptionist under the served key. Other nodes' messages reach the forwarder
+ * and are told on to the served actor in the same JVM; its replies go back through the membership's
+ * remoting (the reply-to references belong to it). Told {@link #SYNC}, it makes its forwarders match
+ * what is served now.
+ */
+final class MembershipGateway {
+
+  /** Compare the forwarders with what is served now. */
+  static final Object SYNC = Sync.INSTANCE;
+
+  private enum Sync { INSTANCE }
+
+  /** One served actor under one key. */
+  record Served(ServiceKey<?> key, ActorRef<?> target) {
+  }
+
+  private MembershipGateway() {
+  }
+
+  static Behavior<Object> create(Set<Served> served) {
+    return Behaviors.setup(ctx -> {
+      Map<Served, ActorRef<Object>> forwarders = new HashMap<>();
+      Runnable sync = () -> {
+        Set<Served> wanted = Set.copyOf(served);
+        for (Served s : new HashSet<>(forwarders.keySet())) {
+          if (!wanted.contains(s)) {
+            ActorRef<Object> forwarder = forwarders.remove(s);
+            ctx.getSystem().receptionist().tell(Receptionist.deregister(key(s), forwarder));
+            ctx.stop(forwarder);
+          }
+        }
+        for (Served s : wanted) {
+          if (!forwarders.containsKey(s)) {
+            ActorRef<Object> forwarder = ctx.spawnAnonymous(forwarder(target(s)));
+            forwarders.put(s, forwarder);
+            ctx.getSystem().receptionist().tell(Receptionist.register(key(s), forwarder));
+          }
+        }
+      };
+      sync.run();
+      return Behaviors.receive(Object.class)
+          .onMessageEquals(SYNC, () -> {
+            sync.run();
+            return Behaviors.same();
+          })
+          .build();
+    });
+  }
+
+  private static Behavior<Object> forwarder(ActorRef<Object> target) {
+    return Behaviors.receive(Object.class).onAnyMessage(m -> {
+      target.tell(m);
+      return Behaviors.same();
+    }).build();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static ServiceKey<Object> key(Served s) {
+    return (ServiceKey<Object>) s.key();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static ActorRef<Object> target(Served s) {
+    return (ActorRef<Object>) s.target();
+  }
+}
