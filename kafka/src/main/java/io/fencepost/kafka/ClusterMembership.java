@@ -2,6 +2,8 @@ package io.fencepost.kafka;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.SortedMap;
@@ -80,9 +82,18 @@ public final class ClusterMembership {
     this.meters = FencepostMeters.get(pipeline).registryForNewMeter();
     ActorSystem<Void> first = create();   // throws: a node whose membership cannot start does not start
     this.node = first.address().toString();
-    // Started again on the same port, so the node keeps its address (a port of 0 picked one).
+    // Started again on the same port, so the node keeps its address (a port of 0 picked one); and,
+    // when it is the first seed node, no longer first: a first seed that finds no other seed forms a
+    // cluster of its own, and a node the others downed would form an island Pekko never merges.
+    // Until it reaches another seed it stays a non-member (loudly); restarting the process (the
+    // original order) lets it form a cluster when every other seed is gone.
+    List<String> seeds = new ArrayList<>(config.getStringList("pekko.cluster.seed-nodes"));
+    if (seeds.size() > 1 && seeds.get(0).equals(node)) {
+      seeds.add(seeds.remove(0));
+    }
     this.config = config.withValue("pekko.remote.artery.canonical.port",
-        ConfigValueFactory.fromAnyRef(first.address().getPort().orElseThrow()));
+        ConfigValueFactory.fromAnyRef(first.address().getPort().orElseThrow()))
+        .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds));
     Gauge.builder("fencepost.cluster.member", () -> isMember() ? 1 : 0)
         .description("1 while this node is an Up or WeaklyUp member of its Pekko cluster")
         .register(meters);
@@ -113,14 +124,18 @@ public final class ClusterMembership {
    *     membership's actor system could not start (its port taken)
    */
   public static ClusterMembership start(ActorSystem<?> pipelineSystem, Config nodeConfig) {
-    if (!"cluster".equals(nodeConfig.getString("pekko.actor.provider"))) {
+    if (!isProvider(nodeConfig.getString("pekko.actor.provider"), "cluster", "ClusterActorRefProvider")) {
       throw new IllegalArgumentException("ClusterMembership: pekko.actor.provider is ["
           + nodeConfig.getString("pekko.actor.provider") + "]: the node's configuration must use the cluster provider");
     }
     String provider = pipelineSystem.settings().config().getString("pekko.actor.provider");
-    if (!"local".equals(provider)) {
+    if (!isProvider(provider, "local", "LocalActorRefProvider")) {
       throw new IllegalArgumentException("ClusterMembership: the pipeline system [" + pipelineSystem.name()
           + "] uses pekko.actor.provider = " + provider + ": create it with ClusterMembership.pipelineConfig(config)");
+    }
+    if (of(pipelineSystem).isPresent()) {
+      throw new IllegalStateException("ClusterMembership.start: [" + pipelineSystem.name() + "] has one already ("
+          + of(pipelineSystem).get().node() + ")");
     }
     if (!RunningPipelines.get(pipelineSystem).all().isEmpty()) {
       throw new IllegalStateException("ClusterMembership.start came after a pipeline started on ["
@@ -135,6 +150,10 @@ public final class ClusterMembership {
     Membership.install(pipelineSystem, membership.hooks);
     pipelineSystem.getWhenTerminated().thenRun(membership::close);
     return membership;
+  }
+
+  private static boolean isProvider(String configured, String name, String className) {
+    return configured.equals(name) || configured.endsWith("." + className);
   }
 
   /** This node's address in the cluster ({@code pekko://system@host:port}), the same across restarts. */
@@ -222,26 +241,34 @@ public final class ClusterMembership {
   private void adopt(ActorSystem<Void> s) {
     int n = starts.incrementAndGet();
     counter("started").increment();
-    hooks.adopt(s);
-    org.apache.pekko.cluster.Cluster.get(s.classicSystem()).registerOnMemberUp(() -> {
-      log.info("cluster membership {} of {}: a member (was not since {}: {})", n, node, notMemberSince, notMember);
-      hooks.memberUp(n);
-    });
-    s.scheduler().scheduleOnce(JOIN_DEADLINE, () -> {
-      if (hooks.current() == s && !isMember()) {
-        log.error("cluster membership {} of {}: not a member {} s after it started (seed nodes {}): queries "
-            + "are answered by this node's own partitions only; check that a seed node runs and is reachable",
-            n, node, JOIN_DEADLINE.toSeconds(), config.getStringList("pekko.cluster.seed-nodes"));
-      }
-    }, s.executionContext());
-    s.getWhenTerminated().thenRun(() -> onTerminated(s, n));
+    s.getWhenTerminated().thenRun(() -> onTerminated(s, n));   // first: whatever fails below, it restarts
+    try {
+      hooks.adopt(s);
+      org.apache.pekko.cluster.Cluster.get(s.classicSystem()).registerOnMemberUp(() -> {
+        log.info("cluster membership {} of {}: a member (was not since {}: {})", n, node, notMemberSince, notMember);
+        hooks.memberUp(n);
+      });
+      s.scheduler().scheduleOnce(JOIN_DEADLINE, () -> {
+        if (hooks.current() == s && hooks.lastUp() < n) {   // never a member (not: downed meanwhile)
+          log.error("cluster membership {} of {}: not a member {} s after it started (seed nodes {}): queries "
+              + "are answered by this node's own partitions only; check that a seed node runs and is reachable",
+              n, node, JOIN_DEADLINE.toSeconds(), config.getStringList("pekko.cluster.seed-nodes"));
+        }
+      }, s.executionContext());
+    } catch (RuntimeException e) {
+      log.warn("cluster membership {} of {}: its actor system stopped while it was set up ({})", n, node, e.toString());
+      s.terminate();
+    }
+    if (closed) {
+      s.terminate();   // closed meanwhile (close() may have found no system to stop)
+    }
   }
 
   private void onTerminated(ActorSystem<Void> s, int n) {
     hooks.lost(s);
     notMemberSince = Instant.now();
     Optional<CoordinatedShutdown.Reason> reason = CoordinatedShutdown.get(s).getShutdownReason();
-    if (closed || reason.filter(CoordinatedShutdown.jvmExitReason()::equals).isPresent()) {
+    if (stopping() || reason.filter(CoordinatedShutdown.jvmExitReason()::equals).isPresent()) {
       return;
     }
     notMember = reason.filter(CoordinatedShutdown.clusterDowningReason()::equals).isPresent()
@@ -264,8 +291,13 @@ public final class ClusterMembership {
     }
   }
 
+  /** Closed, or the pipelines' system is shutting down (SIGTERM): no new membership. */
+  private boolean stopping() {
+    return closed || CoordinatedShutdown.get(pipeline).getShutdownReason().isPresent();
+  }
+
   private void restart(int attempt) {
-    if (closed) {
+    if (stopping()) {
       return;
     }
     ActorSystem<Void> s;
@@ -284,7 +316,7 @@ public final class ClusterMembership {
       restartAfter(next, attempt + 1);
       return;
     }
-    if (closed) {
+    if (stopping()) {
       s.terminate();
       return;
     }

@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
@@ -88,14 +89,14 @@ final class ClusterStatus {
           + "Pipeline.status() lists this node's partitions"));
     }
     ActorSystem<?> via = cluster.get();
-    CompletionStage<Set<ActorRef<StatusRequest>>> nodes = AskPattern.<Receptionist.Command, Receptionist.Listing>ask(
-        via.receptionist(), replyTo -> Receptionist.find(key, replyTo), timeout, via.scheduler())
-        .thenApply(listing -> listing.getServiceInstances(key));
+    CompletionStage<Set<ActorRef<StatusRequest>>> nodes = bounded(() -> AskPattern.<Receptionist.Command,
+        Receptionist.Listing>ask(via.receptionist(), replyTo -> Receptionist.find(key, replyTo), timeout,
+        via.scheduler()), timeout).thenApply(listing -> listing.getServiceInstances(key));
     return nodes.thenCompose(refs -> {
       List<CompletableFuture<StatusRequest.Reply>> replies = new ArrayList<>();
       for (ActorRef<StatusRequest> ref : refs) {
-        replies.add(AskPattern.<StatusRequest, StatusRequest.Reply>ask(ref, StatusRequest::new, timeout,
-            via.scheduler()).toCompletableFuture().exceptionally(e -> null));
+        replies.add(bounded(() -> AskPattern.<StatusRequest, StatusRequest.Reply>ask(ref, StatusRequest::new, timeout,
+            via.scheduler()), timeout).exceptionally(e -> null));
       }
       List<CompletableFuture<Integer>> topicCounts = settings.topics().stream()
           .map(t -> counts.of(t).toCompletableFuture().exceptionally(e -> 0)).toList();
@@ -122,6 +123,18 @@ final class ClusterStatus {
         return List.copyOf(byPartition.values());
       });
     });
+  }
+
+  /**
+   * An ask bounded by the JDK's timer too: its own timeout runs on the membership system's scheduler,
+   * which stops when the cluster downs the node; and one that cannot start fails instead of throwing.
+   */
+  private static <T> CompletableFuture<T> bounded(Supplier<CompletionStage<T>> ask, Duration timeout) {
+    try {
+      return ask.get().toCompletableFuture().orTimeout(timeout.toMillis() + 100, TimeUnit.MILLISECONDS);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   private static StatusRequest.Row row(PartitionView v) {

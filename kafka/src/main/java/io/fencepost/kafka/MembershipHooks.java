@@ -72,6 +72,11 @@ final class MembershipHooks implements Membership {
     memberUp.forEach(listener -> listener.runFor(start));
   }
 
+  /** The last start whose membership became a member (0: none yet). */
+  int lastUp() {
+    return upStart;
+  }
+
   /** See {@link ClusterMembership#onEachMemberUp}. */
   void onEachMemberUp(Runnable listener, int currentStart) {
     MemberUpListener each = new MemberUpListener(listener);

@@ -48,6 +48,7 @@ final class PartitionDirectory {
   private final Map<PartitionId, Entry> entries = new ConcurrentHashMap<>();
   private final Runnable stopFollowing;
   private volatile ActorRef<Object> follower;
+  private volatile boolean closed;
 
   PartitionDirectory(Membership membership, String pipeline) {
     String name = "fencepost-query-directory-" + URLEncoder.encode(pipeline, StandardCharsets.UTF_8) + "-"
@@ -57,9 +58,14 @@ final class PartitionDirectory {
     this.stopFollowing = membership.onEachSystem(system -> {
       entries.clear();
       ActorRef<Object> before = follower;
-      follower = system.systemActorOf(follower(), name, DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
+      ActorRef<Object> started = system.systemActorOf(follower(), name,
+          DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
+      follower = started;
       if (before != null) {
         before.tell(Close.INSTANCE);   // of a system that stopped, or stopping: a no-op there
+      }
+      if (closed) {
+        started.tell(Close.INSTANCE);   // the pipeline stopped while this system was set up
       }
     });
   }
@@ -93,6 +99,7 @@ final class PartitionDirectory {
 
   /** Stops following. */
   void close() {
+    closed = true;
     stopFollowing.run();
     ActorRef<Object> f = follower;
     if (f != null) {

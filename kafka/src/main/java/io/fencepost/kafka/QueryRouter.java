@@ -182,7 +182,8 @@ final class QueryRouter {
       a.localOnly = localOnly.orElse(null);
       CompletableFuture<Set<ActorRef<QueryRequest>>> listed = localOnly.isPresent() || membership.cluster().isEmpty()
           ? CompletableFuture.completedFuture(Set.of())
-          : directory.owners(a.id).toCompletableFuture().orTimeout(remaining, TimeUnit.MILLISECONDS);
+          : directory.owners(a.id).toCompletableFuture().orTimeout(
+              Math.min(remaining, settings.query().attemptTimeout().toMillis()), TimeUnit.MILLISECONDS);
       listed.handle((owners, e) -> {
             Set<ActorRef<QueryRequest>> all = new HashSet<>(e == null ? owners : Set.of());
             local.ifPresent(all::add);
@@ -208,9 +209,7 @@ final class QueryRouter {
     Verdict verdict = new Verdict();
     List<CompletableFuture<QueryReply>> asks = new ArrayList<>(owners.size());
     for (ActorRef<QueryRequest> owner : owners) {
-      asks.add(AskPattern.<QueryRequest, QueryReply>ask(owner,
-          replyTo -> new QueryRequest(a.id, a.query, a.minNextOffset, waitMillis, replyTo),
-          Duration.ofMillis(attemptMillis), system.scheduler()).toCompletableFuture()
+      asks.add(ask(owner, a, waitMillis, attemptMillis)
           .whenComplete((reply, failure) -> guarded(a, () -> onReply(a, owner, reply, failure, verdict))));
     }
     CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).whenCompleteAsync((done, failure) ->
@@ -222,6 +221,25 @@ final class QueryRouter {
           }
           again(a, pauseMillis);
         }), executor);
+  }
+
+  /**
+   * Asks one owner. The ask's timeout runs on the scheduler of the system the owner's reference
+   * belongs to (Pekko makes the reply actor through it): for a listed owner, the cluster membership's,
+   * which stops running timers when the cluster downs the node and its system terminates. So the JDK's
+   * timer bounds the ask too, and an ask that cannot even start (that system already stopped) fails
+   * like an owner that did not answer.
+   */
+  private CompletableFuture<QueryReply> ask(ActorRef<QueryRequest> owner, Attempts<?> a, long waitMillis,
+      long attemptMillis) {
+    try {
+      return AskPattern.<QueryRequest, QueryReply>ask(owner,
+          replyTo -> new QueryRequest(a.id, a.query, a.minNextOffset, waitMillis, replyTo),
+          Duration.ofMillis(attemptMillis), system.scheduler()).toCompletableFuture()
+          .orTimeout(attemptMillis + 100, TimeUnit.MILLISECONDS);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   /** What the owners of one attempt said, short of an answer. */
