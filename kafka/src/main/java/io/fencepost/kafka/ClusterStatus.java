@@ -128,10 +128,20 @@ final class ClusterStatus {
   /**
    * An ask bounded by the JDK's timer too: its own timeout runs on the membership system's scheduler,
    * which stops when the cluster downs the node; and one that cannot start fails instead of throwing.
+   * Its answer hops onto this system's dispatcher: Pekko's CompletionStage would run every callback on
+   * the JDK's common pool (a new thread each on a 2-core machine).
    */
-  private static <T> CompletableFuture<T> bounded(Supplier<CompletionStage<T>> ask, Duration timeout) {
+  private <T> CompletableFuture<T> bounded(Supplier<CompletionStage<T>> ask, Duration timeout) {
     try {
-      return ask.get().toCompletableFuture().orTimeout(timeout.toMillis() + 100, TimeUnit.MILLISECONDS);
+      CompletableFuture<T> answer = new CompletableFuture<>();
+      ask.get().whenCompleteAsync((v, e) -> {
+        if (e != null) {
+          answer.completeExceptionally(e);
+        } else {
+          answer.complete(v);
+        }
+      }, system.executionContext());
+      return answer.orTimeout(timeout.toMillis() + 100, TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }

@@ -114,7 +114,7 @@ final class QueryRouter {
           // A backstop on the JDK's own timer: whatever happens to Pekko's scheduler (a system shutting
           // down) or to a callback, the query ends within its timeout and a second.
           CompletableFuture.delayedExecutor(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()) + 1_000,
-              TimeUnit.MILLISECONDS).execute(() -> giveUp(attempts));
+              TimeUnit.MILLISECONDS, executor).execute(() -> giveUp(attempts));
           attempt(attempts, FIRST_PAUSE_MILLIS);
         }, executor);
     return result;
@@ -233,10 +233,22 @@ final class QueryRouter {
   private CompletableFuture<QueryReply> ask(ActorRef<QueryRequest> owner, Attempts<?> a, long waitMillis,
       long attemptMillis) {
     try {
-      return AskPattern.<QueryRequest, QueryReply>ask(owner,
+      // Pekko answers with Scala's CompletionStage, which runs even a non-async callback on the JDK's
+      // common pool: on a 2-core machine a new thread for each (the common pool then has one worker,
+      // and CompletableFuture falls back to a thread per task). One hop onto the query dispatcher
+      // instead; the returned future runs its callbacks where it completes.
+      CompletableFuture<QueryReply> reply = new CompletableFuture<>();
+      AskPattern.<QueryRequest, QueryReply>ask(owner,
           replyTo -> new QueryRequest(a.id, a.query, a.minNextOffset, waitMillis, replyTo),
-          Duration.ofMillis(attemptMillis), system.scheduler()).toCompletableFuture()
-          .orTimeout(attemptMillis + 100, TimeUnit.MILLISECONDS);
+          Duration.ofMillis(attemptMillis), system.scheduler())
+          .whenCompleteAsync((r, e) -> {
+            if (e != null) {
+              reply.completeExceptionally(e);
+            } else {
+              reply.complete(r);
+            }
+          }, executor);
+      return reply.orTimeout(attemptMillis + 100, TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }

@@ -195,6 +195,26 @@ class QueryRouterTest {
     assertEquals(0, node.offsets.size(), "no incarnation started");
   }
 
+  /**
+   * Pekko answers an ask with Scala's CompletionStage, which runs even non-async callbacks on the JDK's
+   * common pool; with one common-pool worker (2 cores) that is a new thread per callback. Routing
+   * continues on the query dispatcher instead: 300 queries start (almost) no thread.
+   */
+  @Test
+  void queriesStartNoThreadOfTheirOwn() throws Exception {
+    Node node = new Node("q13");
+    node.own(partition("q13", 0));
+    QueryRouter router = node.router(settings("q13"));
+    get(router.query(QueryTarget.partition(TOPIC, 0), new Ask("warm"), QueryOptions.defaults()));
+    java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+    long before = threads.getTotalStartedThreadCount();
+    for (int i = 0; i < 300; i++) {
+      get(router.query(QueryTarget.partition(TOPIC, 0), new Ask("n"), QueryOptions.defaults()));
+    }
+    long started = threads.getTotalStartedThreadCount() - before;
+    assertTrue(started < 30, started + " threads started by 300 queries");
+  }
+
   @Test
   void aKeyIsMappedToThePartitionKafkasDefaultPartitionerPicks() throws Exception {
     QueryRouter router = new Node("q3").router(settings("q3"));
