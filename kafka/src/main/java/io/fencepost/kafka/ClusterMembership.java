@@ -13,7 +13,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigValueFactory;
 import io.fencepost.FencepostMeters;
-import io.fencepost.internal.NodeName;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -146,8 +145,7 @@ public final class ClusterMembership {
         .withValue("pekko.cluster.run-coordinated-shutdown-when-down", ConfigValueFactory.fromAnyRef("on"))
         .withValue("pekko.cluster.jmx.multi-mbeans-in-same-jvm", ConfigValueFactory.fromAnyRef("on"));
     ClusterMembership membership = new ClusterMembership(pipelineSystem, config);
-    NodeName.get(pipelineSystem).set(membership.node);
-    Membership.install(pipelineSystem, membership.hooks);
+    membership.hooks.install(pipelineSystem, membership.node);
     pipelineSystem.getWhenTerminated().thenRun(membership::close);
     return membership;
   }

@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 import io.fencepost.PartitionId;
-import io.fencepost.internal.NodeName;
+import io.fencepost.kafka.internal.NodeNames;
 import io.fencepost.kafka.internal.StatusRequest;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -65,7 +65,7 @@ final class ClusterStatus {
   private enum Close { INSTANCE }
 
   private Behavior<Object> responder(Supplier<CompletionStage<List<PartitionView>>> status) {
-    String node = NodeName.get(system).value();
+    String node = NodeNames.of(system);
     return Behaviors.receive(Object.class)
         .onMessage(StatusRequest.class, q -> {
           status.get().whenComplete((views, e) ->

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
+import io.fencepost.kafka.internal.NodeNames;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
@@ -37,6 +38,12 @@ final class MembershipHooks implements Membership {
 
   MembershipHooks(ClusterMembership owner) {
     this.owner = owner;
+  }
+
+  /** Makes these the membership of the node whose pipelines run on {@code pipelineSystem}, named {@code node}. */
+  void install(ActorSystem<?> pipelineSystem, String node) {
+    NodeNames.set(pipelineSystem, node);
+    Membership.install(pipelineSystem, this);
   }
 
   ClusterMembership owner() {

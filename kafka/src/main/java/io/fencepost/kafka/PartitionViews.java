@@ -8,7 +8,7 @@ import java.util.Optional;
 
 import io.fencepost.AppliedView;
 import io.fencepost.PartitionId;
-import io.fencepost.internal.NodeName;
+import io.fencepost.kafka.internal.NodeNames;
 import io.fencepost.kafka.internal.QueryReply;
 import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.actor.DeadLetterSuppression;
@@ -65,7 +65,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
     this.pipeline = pipeline;
     this.id = id;
     this.serviceKey = PartitionDirectory.key(id);
-    this.node = NodeName.get(ctx.getSystem()).value();
+    this.node = NodeNames.of(ctx.getSystem());
     this.codecs = new QueryCodecs(ctx.getSystem());
     this.membership = Membership.of(ctx.getSystem());
     membership.serve(serviceKey, ctx.getSelf().narrow());

@@ -21,7 +21,7 @@ import io.fencepost.errors.PartitionMovingException;
 import io.fencepost.errors.PositionNotReachedException;
 import io.fencepost.errors.QueryFailedException;
 import io.fencepost.errors.RetriableException;
-import io.fencepost.internal.NodeName;
+import io.fencepost.kafka.internal.NodeNames;
 import io.fencepost.kafka.internal.QueryReply;
 import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.kafka.common.utils.Utils;
@@ -70,7 +70,7 @@ final class QueryRouter {
     this.counts = counts;
     this.codecs = new QueryCodecs(system);
     this.membership = Membership.of(system);
-    this.node = NodeName.get(system).value();
+    this.node = NodeNames.of(system);
     this.executor = system.dispatchers().lookup(DispatcherSelector.fromConfig(DISPATCHER));
   }
 

@@ -16,7 +16,7 @@ import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.Query;
-import io.fencepost.internal.NodeName;
+import io.fencepost.kafka.internal.NodeNames;
 import io.fencepost.kafka.internal.FenceCheck;
 import io.fencepost.kafka.internal.LogProbe;
 import org.apache.kafka.clients.admin.Admin;
@@ -75,7 +75,7 @@ final class RunningPipeline<V> implements Pipeline {
     this.consumerProperties = clients.consumer();
     this.guarantee = guarantee(system, settings);
     this.host = new PartitionHost(system, settings, factory);
-    this.self = NodeName.get(system).value();
+    this.self = NodeNames.of(system);
     // Settings refused by the producers fail here, before any client exists to leak.
     this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL, ticker);
     this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, ticker);
