@@ -13,7 +13,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
@@ -125,26 +124,9 @@ final class ClusterStatus {
     });
   }
 
-  /**
-   * An ask bounded by the JDK's timer too: its own timeout runs on the membership system's scheduler,
-   * which stops when the cluster downs the node; and one that cannot start fails instead of throwing.
-   * Its answer hops onto this system's dispatcher: Pekko's CompletionStage would run every callback on
-   * the JDK's common pool (a new thread each on a 2-core machine).
-   */
+  /** An ask bounded by the JDK's timer too, continuing on this system's dispatcher ({@link Stages#bounded}). */
   private <T> CompletableFuture<T> bounded(Supplier<CompletionStage<T>> ask, Duration timeout) {
-    try {
-      CompletableFuture<T> answer = new CompletableFuture<>();
-      ask.get().whenCompleteAsync((v, e) -> {
-        if (e != null) {
-          answer.completeExceptionally(e);
-        } else {
-          answer.complete(v);
-        }
-      }, system.executionContext());
-      return answer.orTimeout(timeout.toMillis() + 100, TimeUnit.MILLISECONDS);
-    } catch (RuntimeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
+    return Stages.bounded(ask, timeout.toMillis() + 100, system.executionContext());
   }
 
   private static StatusRequest.Row row(PartitionView v) {

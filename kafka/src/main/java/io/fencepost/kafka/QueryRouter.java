@@ -224,34 +224,15 @@ final class QueryRouter {
   }
 
   /**
-   * Asks one owner. The ask's timeout runs on the scheduler of the system the owner's reference
-   * belongs to (Pekko makes the reply actor through it): for a listed owner, the cluster membership's,
-   * which stops running timers when the cluster downs the node and its system terminates. So the JDK's
-   * timer bounds the ask too, and an ask that cannot even start (that system already stopped) fails
-   * like an owner that did not answer.
+   * Asks one owner: bounded by the JDK's timer too (for a listed owner, the ask's own timeout runs on
+   * the cluster membership's scheduler, which stops when the cluster downs the node), continuing on
+   * the query dispatcher; an ask that cannot start fails like an owner that did not answer.
    */
   private CompletableFuture<QueryReply> ask(ActorRef<QueryRequest> owner, Attempts<?> a, long waitMillis,
       long attemptMillis) {
-    try {
-      // Pekko answers with Scala's CompletionStage, which runs even a non-async callback on the JDK's
-      // common pool: on a 2-core machine a new thread for each (the common pool then has one worker,
-      // and CompletableFuture falls back to a thread per task). One hop onto the query dispatcher
-      // instead; the returned future runs its callbacks where it completes.
-      CompletableFuture<QueryReply> reply = new CompletableFuture<>();
-      AskPattern.<QueryRequest, QueryReply>ask(owner,
-          replyTo -> new QueryRequest(a.id, a.query, a.minNextOffset, waitMillis, replyTo),
-          Duration.ofMillis(attemptMillis), system.scheduler())
-          .whenCompleteAsync((r, e) -> {
-            if (e != null) {
-              reply.completeExceptionally(e);
-            } else {
-              reply.complete(r);
-            }
-          }, executor);
-      return reply.orTimeout(attemptMillis + 100, TimeUnit.MILLISECONDS);
-    } catch (RuntimeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
+    return Stages.bounded(() -> AskPattern.<QueryRequest, QueryReply>ask(owner,
+        replyTo -> new QueryRequest(a.id, a.query, a.minNextOffset, waitMillis, replyTo),
+        Duration.ofMillis(attemptMillis), system.scheduler()), attemptMillis + 100, executor);
   }
 
   /** What the owners of one attempt said, short of an answer. */
