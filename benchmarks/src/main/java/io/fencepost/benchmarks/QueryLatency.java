@@ -65,6 +65,7 @@ final class QueryLatency {
   static final int LATENCY_SECONDS = 15;
   static final int LOAD_QPS = 1000;
   static final int ROUNDS = 4;
+  static final int CPU_SECONDS = 10;
   private static final Duration START_LIMIT = Duration.ofSeconds(120);
 
   /** For the nodes' Prometheus pages. */
@@ -81,8 +82,9 @@ final class QueryLatency {
 
   public static void main(String[] args) throws Exception {
     int backlog = args.length > 0 ? Integer.parseInt(args[0]) : 300_000;
+    int rounds = args.length > 1 ? Integer.parseInt(args[1]) : ROUNDS;
     try {
-      new QueryLatency(System.out).run(backlog);
+      new QueryLatency(System.out).run(backlog, rounds);
       System.exit(0);
     } catch (Exception | Error e) {
       e.printStackTrace();
@@ -90,7 +92,7 @@ final class QueryLatency {
     }
   }
 
-  private void run(int backlog) throws Exception {
+  private void run(int backlog, int rounds) throws Exception {
     Path dir = Path.of("target", "query-latency").toAbsolutePath();
     Directories.deleteRecursively(dir);
     List<JvmProcess> started = new ArrayList<>();
@@ -120,17 +122,24 @@ final class QueryLatency {
       node1.awaitLine("READY", START_LIMIT);
       out.printf(Locale.ROOT, "2 ledger nodes (node 0 in this JVM), %d partitions, journal %s; logs in %s%n",
           PARTITIONS, db.jdbcUrl(), dir);
-      long applied = ingest(20_000);   // warm-up: JIT, pools, every partition's actor
-      out.printf(Locale.ROOT, "warm-up: 20,000 payments applied (%,d in all)%n", applied);
+      // Warm-up: JIT, pools, every partition's actor, PostgreSQL's caches (a first backlog ingests at
+      // half the rate of the next ones: the rounds below compare steady states).
+      long applied = ingest(20_000);
+      applied = ingest(2 * backlog);
+      out.printf(Locale.ROOT, "warm-up: %,d payments applied%n", applied);
       Load warmUp = new Load(node0.pipeline(), LATENCY_QPS);   // the query path's own warm-up, not measured
       Thread.sleep(10_000);
       warmUp.stop();
       latency(node0.pipeline(), "idle", null);
+      cpuPerQuery(node0.pipeline(), node1);
+      if (rounds == 0) {
+        return;
+      }
 
       List<Double> without = new ArrayList<>();
       List<Double> with = new ArrayList<>();
     List<Double> achieved = new ArrayList<>();
-      for (int round = 0; round < ROUNDS; round++) {
+      for (int round = 0; round < rounds; round++) {
         long t0 = System.nanoTime();
         ingest(backlog);
         without.add(backlog / ((System.nanoTime() - t0) / 1e9));
@@ -166,7 +175,7 @@ final class QueryLatency {
       }
       List<JvmProcess> byAge = new ArrayList<>(started);
       Collections.reverse(byAge);   // the nodes before the broker
-      byAge.forEach(JvmProcess::close);
+      byAge.forEach(p -> p.terminate(Duration.ofSeconds(30)));
       if (postgres != null) {
         postgres.close();
       }
@@ -215,6 +224,50 @@ final class QueryLatency {
     return sum;
   }
 
+  /**
+   * The CPU time {@value #LOAD_QPS} queries/s take on an idle ledger: each node's process CPU over
+   * {@value #CPU_SECONDS} s with them, less over {@value #CPU_SECONDS} s without, per query answered;
+   * for merchants of node 0's partitions (local answers), then of node 1's (remote ones), twice each
+   * (the first of a kind still compiles its path). Node 0's share holds the load generator and the
+   * routing; node 1's the remote answers.
+   */
+  private void cpuPerQuery(Pipeline pipeline, JvmProcess node1) throws Exception {
+    List<String> local = new ArrayList<>();
+    List<String> remote = new ArrayList<>();
+    for (int m = 0; m < Workload.MERCHANTS; m++) {
+      String merchant = Workload.merchant(m);
+      boolean here = pipeline.query(QueryTarget.key(TOPIC, merchant), new BalanceOf(merchant)).toCompletableFuture()
+          .get(10, TimeUnit.SECONDS).local();
+      (here ? local : remote).add(merchant);
+    }
+    for (String kind : List.of("local", "remote", "local", "remote")) {
+      long[] quiet = cpuOver(node1, null);
+      Load load = new Load(pipeline, LOAD_QPS, kind.equals("local") ? local : remote);
+      long[] busy = cpuOver(node1, load);
+      long answered = load.answered.get();
+      out.printf(Locale.ROOT, "CPU per %s query (%,d/s asked, %,d answered in %d s): node 0 %.0f us, node 1 %.0f us, "
+          + "%.0f us in all; %,d failed%n", kind, LOAD_QPS, answered, CPU_SECONDS,
+          ProcessCpu.microsEach(busy[0] - quiet[0], answered), ProcessCpu.microsEach(busy[1] - quiet[1], answered),
+          ProcessCpu.microsEach(busy[0] + busy[1] - quiet[0] - quiet[1], answered), load.failed.get());
+    }
+  }
+
+  /** Each node's process CPU nanoseconds over {@value #CPU_SECONDS} s; stops {@code load} at the end. */
+  private long[] cpuOver(JvmProcess node1, Load load) throws Exception {
+    if (load == null) {
+      Thread.sleep(1_000);
+    }
+    long own0 = ProcessCpu.own();
+    long other0 = ProcessCpu.of(node1.pid());
+    Thread.sleep(TimeUnit.SECONDS.toMillis(CPU_SECONDS));
+    long own1 = ProcessCpu.own();
+    long other1 = ProcessCpu.of(node1.pid());
+    if (load != null) {
+      load.stop();
+    }
+    return new long[] {own1 - own0, other1 - other0};
+  }
+
   /** {@value #LATENCY_QPS} queries/s for {@value #LATENCY_SECONDS} s; prints p50/p99 local and remote. */
   private void latency(Pipeline pipeline, String label, SteadyPayments payments) throws Exception {
     Load load = new Load(pipeline, LATENCY_QPS);
@@ -251,14 +304,23 @@ final class QueryLatency {
 
     private final Pipeline pipeline;
 
+    private final List<String> merchants;
+
     Load(Pipeline pipeline, int perSecond) {
+      this(pipeline, perSecond, null);
+    }
+
+    /** Queries for {@code merchants} in turn ({@code null}: every merchant). */
+    Load(Pipeline pipeline, int perSecond, List<String> merchants) {
       this.pipeline = pipeline;
+      this.merchants = merchants;
       long periodMicros = 1_000_000L / perSecond;
       timer.scheduleAtFixedRate(this::one, 0, periodMicros, TimeUnit.MICROSECONDS);
     }
 
     private void one() {
-      String merchant = Workload.merchant((int) sent.getAndIncrement());
+      int n = (int) sent.getAndIncrement();
+      String merchant = merchants == null ? Workload.merchant(n) : merchants.get(n % merchants.size());
       long start = System.nanoTime();
       pipeline.query(QueryTarget.key(TOPIC, merchant), new BalanceOf(merchant)).whenComplete((r, e) -> {
         long took = System.nanoTime() - start;

@@ -13,10 +13,17 @@ public final class PartitionMovingException extends RetriableException {
   private final String partition;
   private final Instant since;
 
-  public PartitionMovingException(String partition, Instant since, Duration waited, String lastFailure) {
+  /**
+   * @param since since when no owner is known, or, when {@code ownerAsked}, since when the owners
+   *     asked did not answer (the query's start)
+   * @param ownerAsked whether an owner was known and asked (it did not answer, or no longer owned the
+   *     partition)
+   */
+  public PartitionMovingException(String partition, Instant since, boolean ownerAsked, Duration waited,
+      String lastFailure) {
     super("[" + partition + "] partition is moving: no owner answered within " + waited.toMillis()
-        + " ms (no owner known since " + since + ")" + (lastFailure.isEmpty() ? "" : "; last attempt: "
-        + lastFailure));
+        + " ms (" + (ownerAsked ? "owners were asked since " : "no owner known since ") + since + ")"
+        + (lastFailure.isEmpty() ? "" : "; last attempt: " + lastFailure));
     this.partition = partition;
     this.since = since;
   }
@@ -26,7 +33,7 @@ public final class PartitionMovingException extends RetriableException {
     return partition;
   }
 
-  /** Since when this node knows no owner that answers (when the query started, if it knew one then). */
+  /** Since when this node knows no owner, or since when the owners it asked did not answer (the query's start). */
   public Instant since() {
     return since;
   }

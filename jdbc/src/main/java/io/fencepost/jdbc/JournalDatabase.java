@@ -60,9 +60,14 @@ public final class JournalDatabase {
     return new JournalDatabase(jdbcUrl, user, password, 8);
   }
 
-  /** An embedded H2 database in a file (the demo's zero-setup journal). */
+  /**
+   * An embedded H2 database in a file (the demo's zero-setup journal), served to other processes by
+   * the first one that opens it ({@code AUTO_SERVER}). Each commit is written to the file before it
+   * returns ({@code WRITE_DELAY=0}): by default H2 holds commits for up to half a second, and a
+   * {@code kill -9} of the process serving the file would lose journal writes it had acknowledged.
+   */
   public static JournalDatabase h2File(Path file) {
-    return of("jdbc:h2:file:" + file.toAbsolutePath() + ";DATABASE_TO_UPPER=false;AUTO_SERVER=TRUE", "sa", "");
+    return of("jdbc:h2:file:" + file.toAbsolutePath() + ";DATABASE_TO_UPPER=false;AUTO_SERVER=TRUE;WRITE_DELAY=0", "sa", "");
   }
 
   /** An in-memory H2 database that lives as long as the JVM (unit tests). */

@@ -2,6 +2,7 @@ package io.fencepost.kafka;
 
 import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -45,7 +46,16 @@ interface Membership {
   Runnable onEachSystem(Consumer<ActorSystem<?>> setup);
 
   /** Registers {@code target} under {@code key} with the cluster's receptionist, now and after every restart. */
-  <T> void serve(ServiceKey<T> key, ActorRef<T> target);
+  default <T> void serve(ServiceKey<T> key, ActorRef<T> target) {
+    serve(key, target, message -> false);
+  }
+
+  /**
+   * Like {@link #serve(ServiceKey, ActorRef)}; a message from another node that {@code answersAtOnce}
+   * answers (true) does not go on to {@code target}. It runs on the thread the message arrives on:
+   * short, never blocking.
+   */
+  <T> void serve(ServiceKey<T> key, ActorRef<T> target, Predicate<Object> answersAtOnce);
 
   /** Undoes {@link #serve}. */
   <T> void unserve(ServiceKey<T> key, ActorRef<T> target);
@@ -76,7 +86,8 @@ interface Membership {
     }
 
     @Override
-    public <T> void serve(ServiceKey<T> key, ActorRef<T> target) {
+    public <T> void serve(ServiceKey<T> key, ActorRef<T> target, Predicate<Object> answersAtOnce) {
+      // Other nodes' messages reach target itself: no hop to save.
       system.receptionist().tell(Receptionist.register(key, target));
     }
 

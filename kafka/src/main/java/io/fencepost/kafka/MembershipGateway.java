@@ -4,6 +4,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -15,7 +16,8 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * A {@link ClusterMembership} system's side of the actors a node serves: for each served actor (in
  * the pipeline's actor system, which has no remoting) a forwarder in the membership's system,
  * registered with its receptionist under the served key. Other nodes' messages reach the forwarder
- * and are told on to the served actor in the same JVM; its replies go back through the membership's
+ * and are answered there when they can be at once, else told on to the served actor in the same JVM;
+ * its replies go back through the membership's
  * remoting (the reply-to references belong to it). Told {@link #SYNC}, it makes its forwarders match
  * what is served now.
  */
@@ -26,8 +28,21 @@ final class MembershipGateway {
 
   private enum Sync { INSTANCE }
 
-  /** One served actor under one key. */
-  record Served(ServiceKey<?> key, ActorRef<?> target) {
+  /**
+   * One served actor under one key; a message {@code answersAtOnce} answers (true) does not go on to
+   * it. Equal by key and target: served once.
+   */
+  record Served(ServiceKey<?> key, ActorRef<?> target, Predicate<Object> answersAtOnce) {
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Served s && key.equals(s.key) && target.equals(s.target);
+    }
+
+    @Override
+    public int hashCode() {
+      return 31 * key.hashCode() + target.hashCode();
+    }
   }
 
   private MembershipGateway() {
@@ -47,7 +62,7 @@ final class MembershipGateway {
         }
         for (Served s : wanted) {
           if (!forwarders.containsKey(s)) {
-            ActorRef<Object> forwarder = ctx.spawnAnonymous(forwarder(target(s)));
+            ActorRef<Object> forwarder = ctx.spawnAnonymous(forwarder(target(s), s.answersAtOnce()));
             forwarders.put(s, forwarder);
             ctx.getSystem().receptionist().tell(Receptionist.register(key(s), forwarder));
           }
@@ -63,9 +78,11 @@ final class MembershipGateway {
     });
   }
 
-  private static Behavior<Object> forwarder(ActorRef<Object> target) {
+  private static Behavior<Object> forwarder(ActorRef<Object> target, Predicate<Object> answersAtOnce) {
     return Behaviors.receive(Object.class).onAnyMessage(m -> {
-      target.tell(m);
+      if (!answersAtOnce.test(m)) {
+        target.tell(m);
+      }
       return Behaviors.same();
     }).build();
   }

@@ -8,6 +8,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 import io.fencepost.kafka.internal.NodeNames;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -116,14 +117,14 @@ final class MembershipHooks implements Membership {
   }
 
   @Override
-  public <T> void serve(ServiceKey<T> key, ActorRef<T> target) {
-    served.add(new MembershipGateway.Served(key, target));
+  public <T> void serve(ServiceKey<T> key, ActorRef<T> target, Predicate<Object> answersAtOnce) {
+    served.add(new MembershipGateway.Served(key, target, answersAtOnce));
     sync();
   }
 
   @Override
   public <T> void unserve(ServiceKey<T> key, ActorRef<T> target) {
-    served.remove(new MembershipGateway.Served(key, target));
+    served.removeIf(s -> s.key().equals(key) && s.target().equals(target));
     sync();
   }
 

@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -91,10 +92,10 @@ final class PartitionDirectory {
     });
   }
 
-  /** Since when the partition has no listed owner; {@code fallback} when it has some or was never looked up. */
-  Instant noOwnerSince(PartitionId id, Instant fallback) {
+  /** Since when the partition has no listed owner; empty when it has some or was never looked up. */
+  Optional<Instant> noOwnerSince(PartitionId id) {
     Entry e = entries.get(id);
-    return e == null || e.noneSince() == null ? fallback : e.noneSince();
+    return Optional.ofNullable(e == null ? null : e.noneSince());
   }
 
   /** Stops following. */

@@ -19,7 +19,6 @@ import io.fencepost.PartitionActor;
 import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
-import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -72,7 +71,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
   }
 
   private record Keeper(CompletionStage<ActorRef<Object>> ref, CompletableFuture<Done> stopped,
-      CompletableFuture<ActorRef<QueryRequest>> views, boolean stopping) {
+      CompletableFuture<PartitionViews.Local> views, boolean stopping) {
   }
 
   /**
@@ -92,7 +91,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
       log.info("[{}] [{}] assigned again while its previous actor stops; it starts once that one stopped", pipeline,
           id.shortName());
     }
-    CompletableFuture<ActorRef<QueryRequest>> views = new CompletableFuture<>();
+    CompletableFuture<PartitionViews.Local> views = new CompletableFuture<>();
     CompletableFuture<ActorRef<Object>> ref = previous.toCompletableFuture().thenApply(d -> system
         .systemActorOf(PartitionKeeper.create(pipeline, id, behavior, stopTimeout, stopped, views), keeperName(id),
             Props.empty()));
@@ -120,8 +119,8 @@ final class PartitionHost implements OwnershipSeams.Actors {
     return ref.isDone() ? ref : ref.orTimeout(2 * stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 
-  /** The partition's query actor when the partition runs here (admitted, started, not stopping). */
-  synchronized Optional<ActorRef<QueryRequest>> localViews(PartitionId id) {
+  /** The partition's query actor and newest state when the partition runs here (admitted, started, not stopping). */
+  synchronized Optional<PartitionViews.Local> localViews(PartitionId id) {
     Keeper k = keepers.get(id);
     if (k == null || k.stopping() || k.stopped().isDone() || !k.views().isDone()) {
       return Optional.empty();

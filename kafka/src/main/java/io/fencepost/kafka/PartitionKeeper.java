@@ -8,7 +8,6 @@ import java.util.function.Consumer;
 import io.fencepost.AppliedView;
 import io.fencepost.PartitionCommand;
 import io.fencepost.PartitionId;
-import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -50,16 +49,17 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
 
   private PartitionKeeper(ActorContext<Object> ctx, String pipeline, PartitionId id,
       BiFunction<PartitionId, Consumer<AppliedView>, Behavior<PartitionCommand>> behavior, Duration stopTimeout,
-      CompletableFuture<Done> stopped, CompletableFuture<ActorRef<QueryRequest>> viewsRef) {
+      CompletableFuture<Done> stopped, CompletableFuture<PartitionViews.Local> viewsRef) {
     super(ctx);
     this.pipeline = pipeline;
     this.id = id;
     this.behavior = behavior;
     this.stopTimeout = stopTimeout;
     this.stopped = stopped;
-    this.views = ctx.spawn(PartitionViews.create(pipeline, id), "views",
+    LatestView latest = PartitionViews.latestView(ctx.getSystem(), pipeline, id);
+    this.views = ctx.spawn(PartitionViews.create(id, latest), "views",
         DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
-    viewsRef.complete(views.narrow());
+    viewsRef.complete(new PartitionViews.Local(views.narrow(), latest));
   }
 
   /**
@@ -68,7 +68,7 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
    */
   static Behavior<Object> create(String pipeline, PartitionId id,
       BiFunction<PartitionId, Consumer<AppliedView>, Behavior<PartitionCommand>> behavior, Duration stopTimeout,
-      CompletableFuture<Done> stopped, CompletableFuture<ActorRef<QueryRequest>> viewsRef) {
+      CompletableFuture<Done> stopped, CompletableFuture<PartitionViews.Local> viewsRef) {
     return Behaviors.setup(ctx -> new PartitionKeeper(ctx, pipeline, id, behavior, stopTimeout, stopped, viewsRef));
   }
 

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
-import java.util.Optional;
 
 import io.fencepost.AppliedView;
 import io.fencepost.PartitionId;
@@ -12,6 +11,8 @@ import io.fencepost.kafka.internal.NodeNames;
 import io.fencepost.kafka.internal.QueryReply;
 import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.pekko.actor.DeadLetterSuppression;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -19,20 +20,17 @@ import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Answers the queries of one admitted partition, beside its actor's write path: the actor publishes
  * its journaled state after recovery and after each durable write, and this actor (a child of the
  * partition's keeper, with a mailbox of its own, so queries never delay batches) answers from the
- * newest one, or holds a query until a state reaches its position bound. It never starts the
+ * newest one, or holds a query until a state reaches its position bound (a query whose bound the
+ * newest state meets is usually answered before it reaches this actor: {@link LatestView}). It never starts the
  * partition's actor: the pipeline does, with its own backoff. It is served under the partition's key
  * ({@link Membership#serve}) when it starts, and no longer when the keeper is told to stop or it stops.
  */
 final class PartitionViews extends AbstractBehavior<Object> {
-
-  private static final Logger log = LoggerFactory.getLogger(PartitionViews.class);
 
   /**
    * Incarnation {@code incarnation} of the partition's actor published its journaled state. No
@@ -48,11 +46,13 @@ final class PartitionViews extends AbstractBehavior<Object> {
   private record WaitOver(long id) implements DeadLetterSuppression {
   }
 
-  private final String pipeline;
+  /** A partition's query actor and its newest state, for this node's own queries. */
+  record Local(ActorRef<QueryRequest> actor, LatestView latest) {
+  }
+
   private final PartitionId id;
   private final ServiceKey<QueryRequest> serviceKey;
-  private final String node;
-  private final QueryCodecs codecs;
+  private final LatestView latest;
   private final Membership membership;
   private final Map<Long, QueryRequest> held = new HashMap<>();
   private long nextHeld;
@@ -60,19 +60,23 @@ final class PartitionViews extends AbstractBehavior<Object> {
   private long incarnation = -1;
   private AppliedView view;
 
-  private PartitionViews(ActorContext<Object> ctx, String pipeline, PartitionId id) {
+  private PartitionViews(ActorContext<Object> ctx, PartitionId id, LatestView latest) {
     super(ctx);
-    this.pipeline = pipeline;
     this.id = id;
     this.serviceKey = PartitionDirectory.key(id);
-    this.node = NodeNames.of(ctx.getSystem());
-    this.codecs = new QueryCodecs(ctx.getSystem());
+    this.latest = latest;
     this.membership = Membership.of(ctx.getSystem());
-    membership.serve(serviceKey, ctx.getSelf().narrow());
+    membership.serve(serviceKey, ctx.getSelf().narrow(), latest::tryAnswer);
   }
 
-  static Behavior<Object> create(String pipeline, PartitionId id) {
-    return Behaviors.setup(ctx -> new PartitionViews(ctx, pipeline, id));
+  /** The newest state it sees is also {@code latest}'s, which answers what it can without this actor. */
+  static Behavior<Object> create(PartitionId id, LatestView latest) {
+    return Behaviors.setup(ctx -> new PartitionViews(ctx, id, latest));
+  }
+
+  /** A {@link LatestView} of partition {@code id} on {@code system}'s node. */
+  static LatestView latestView(ActorSystem<?> system, String pipeline, PartitionId id) {
+    return new LatestView(pipeline, id, NodeNames.of(system), new QueryCodecs(system));
   }
 
   @Override
@@ -91,6 +95,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
 
   private Behavior<Object> onLeave() {
     leaving = true;
+    latest.leave();
     membership.unserve(serviceKey, getContext().getSelf().narrow());
     held.values().forEach(q -> q.replyTo().tell(refusal(QueryReply.Kind.NOT_OWNER)));
     held.clear();
@@ -106,6 +111,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
     }
     incarnation = published.incarnation();
     view = published.view();
+    latest.publish(view);
     for (Iterator<QueryRequest> it = held.values().iterator(); it.hasNext(); ) {
       QueryRequest q = it.next();
       if (view.nextOffset() >= q.minNextOffset()) {
@@ -140,21 +146,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
   }
 
   private void answer(QueryRequest q) {
-    QueryReply reply;
-    try {
-      Object answer = view.answer(q.query());
-      Optional<String> unserializable = codecs.unserializable(answer, "reply");
-      reply = unserializable.isEmpty() ? new QueryReply.Answer(id, answer, view.nextOffset(), view.incarnation(), node)
-          : new QueryReply.Refusal(id, QueryReply.Kind.FAILED, view.nextOffset(),
-              IllegalArgumentException.class.getName(), unserializable.get());
-    } catch (StackOverflowError | RuntimeException | LinkageError | AssertionError e) {
-      // The user's onQuery failed: the query fails, this actor goes on (an Error would stop it).
-      log.debug("[{}] [{}] onQuery failed for a {}: {}", pipeline, id.shortName(), q.query().getClass().getName(),
-          e.toString());
-      reply = new QueryReply.Refusal(id, QueryReply.Kind.FAILED, view.nextOffset(), e.getClass().getName(),
-          String.valueOf(e.getMessage()));
-    }
-    q.replyTo().tell(reply);
+    q.replyTo().tell(latest.answer(view, q.query()));
   }
 
   private QueryReply refusal(QueryReply.Kind kind) {

@@ -14,6 +14,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 
 import io.fencepost.PartitionId;
 import io.fencepost.Query;
@@ -99,25 +100,67 @@ final class QueryRouter {
     long deadline = System.nanoTime() + timeout.toNanos();
     Instant startedAt = Instant.now();
     CompletableFuture<QueryResult<R>> result = new CompletableFuture<>();
-    partitionOf(target).toCompletableFuture().orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS)
-        .whenCompleteAsync((id, e) -> {
-          if (e != null) {
-            Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-            result.completeExceptionally(cause instanceof TimeoutException
-                ? new RetriableException("[" + settings.name() + "] the partition count of topic [" + target.topic()
-                    + "] could not be read from Kafka within " + timeout.toMillis() + " ms")
-                : cause);
-            return;
-          }
-          Attempts<R> attempts = new Attempts<>(id, query, options.minNextOffset(), deadline, startedAt, timeout,
-              result);
-          // A backstop on the JDK's own timer: whatever happens to Pekko's scheduler (a system shutting
-          // down) or to a callback, the query ends within its timeout and a second.
-          CompletableFuture.delayedExecutor(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()) + 1_000,
-              TimeUnit.MILLISECONDS, executor).execute(() -> giveUp(attempts));
-          attempt(attempts, FIRST_PAUSE_MILLIS);
-        }, executor);
+    CompletableFuture<PartitionId> partition = partitionOf(target).toCompletableFuture();
+    BiConsumer<PartitionId, Throwable> route = (id, e) -> {
+      if (e != null) {
+        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        result.completeExceptionally(cause instanceof TimeoutException
+            ? new RetriableException("[" + settings.name() + "] the partition count of topic [" + target.topic()
+                + "] could not be read from Kafka within " + timeout.toMillis() + " ms")
+            : cause);
+        return;
+      }
+      Attempts<R> attempts = new Attempts<>(id, query, options.minNextOffset(), deadline, startedAt, timeout, result);
+      if (answeredHere(attempts)) {
+        return;
+      }
+      // A backstop on the JDK's own timer, cancelled when the query ends: whatever happens to Pekko's
+      // scheduler (a system shutting down) or to a callback, the query ends within its timeout and a second.
+      CompletableFuture<Void> backstop = new CompletableFuture<Void>().completeOnTimeout(null,
+          TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()) + 1_000, TimeUnit.MILLISECONDS);
+      backstop.thenRunAsync(() -> giveUp(attempts), executor);
+      result.whenComplete((r, failure) -> backstop.cancel(false));
+      attempt(attempts, FIRST_PAUSE_MILLIS);
+    };
+    if (partition.isDone()) {
+      // The usual case (the topic's partition count is known): routed on the caller's thread, where a
+      // query this node can answer at once is answered, without a hop to another thread.
+      partition.whenComplete((id, e) -> guardedRoute(route, id, e, result));
+    } else {
+      partition.orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS)
+          .whenCompleteAsync((id, e) -> guardedRoute(route, id, e, result), executor);
+    }
     return result;
+  }
+
+  private static <R> void guardedRoute(BiConsumer<PartitionId, Throwable> route, PartitionId id, Throwable e,
+      CompletableFuture<QueryResult<R>> result) {
+    try {
+      route.accept(id, e);
+    } catch (RuntimeException failure) {
+      result.completeExceptionally(failure);
+    }
+  }
+
+  /**
+   * Answers the query from this node's own partition when its newest state meets the bound (and this
+   * node is a cluster member, or says it is not): no actor, no hop. False when the query needs its
+   * attempts (the partition runs elsewhere, its state is behind the bound, it is leaving, or its
+   * answer is a refusal, which the attempts then hear from every owner).
+   */
+  private <R> boolean answeredHere(Attempts<R> a) {
+    Optional<PartitionViews.Local> local = host.localViews(a.id);
+    if (local.isEmpty()) {
+      return false;
+    }
+    Optional<QueryReply> reply = local.get().latest().answerNow(a.id, a.query, a.minNextOffset);
+    if (reply.isEmpty() || !(reply.get() instanceof QueryReply.Answer answer)) {
+      return false;
+    }
+    @SuppressWarnings("unchecked")
+    R r = (R) answer.reply();
+    return a.result.complete(new QueryResult<>(r, answer.partition(), answer.node(), answer.nextOffset(),
+        answer.incarnation(), true, membership.localOnly().isPresent()));
   }
 
   /** One query's attempts; its result completes once. */
@@ -135,6 +178,8 @@ final class QueryRouter {
     /** The last completed attempt's FAILED refusal, when no owner answered. */
     volatile QueryFailedException failed;
     volatile int attempts;
+    /** Whether an attempt asked an owner (which did not answer, or no longer owned the partition). */
+    volatile boolean ownerAsked;
     /** Why the current attempt asks this node's own keeper only, or {@code null}: it asks the cluster too. */
     volatile String localOnly;
 
@@ -177,7 +222,7 @@ final class QueryRouter {
       // The directory's owners, and this node's own keeper when the partition runs here (a node that
       // lost the partition without noticing yet asks the new owner too). A node that is not a cluster
       // member now (its membership restarts) asks its own keeper only, and says so.
-      Optional<ActorRef<QueryRequest>> local = host.localViews(a.id);
+      Optional<ActorRef<QueryRequest>> local = host.localViews(a.id).map(PartitionViews.Local::actor);
       Optional<String> localOnly = membership.localOnly();
       a.localOnly = localOnly.orElse(null);
       CompletableFuture<Set<ActorRef<QueryRequest>>> listed = localOnly.isPresent() || membership.cluster().isEmpty()
@@ -202,6 +247,7 @@ final class QueryRouter {
       again(a, pauseMillis);
       return;
     }
+    a.ownerAsked = true;
     long attemptMillis = Math.min(remaining, settings.query().attemptTimeout().toMillis());
     // The owner gives up waiting for the bound before the ask does (by more than the scheduler's
     // 10 ms tick), so its reason arrives.
@@ -212,15 +258,19 @@ final class QueryRouter {
       asks.add(ask(owner, a, waitMillis, attemptMillis)
           .whenComplete((reply, failure) -> guarded(a, () -> onReply(a, owner, reply, failure, verdict))));
     }
-    CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).whenCompleteAsync((done, failure) ->
-        guarded(a, () -> {
-          a.notReachedAt = verdict.notReachedAt.get();
-          a.failed = verdict.failed;
-          if (a.failed != null && a.notReachedAt == Long.MIN_VALUE) {
-            a.result.completeExceptionally(a.failed);   // no owner answered, one said onQuery fails: final
-          }
-          again(a, pauseMillis);
-        }), executor);
+    CompletableFuture.allOf(asks.toArray(CompletableFuture[]::new)).whenComplete((done, failure) -> {
+      if (a.result.isDone()) {
+        return;   // answered: no hop to take
+      }
+      executor.execute(() -> guarded(a, () -> {
+        a.notReachedAt = verdict.notReachedAt.get();
+        a.failed = verdict.failed;
+        if (a.failed != null && a.notReachedAt == Long.MIN_VALUE) {
+          a.result.completeExceptionally(a.failed);   // no owner answered, one said onQuery fails: final
+        }
+        again(a, pauseMillis);
+      }));
+    });
   }
 
   /**
@@ -290,7 +340,8 @@ final class QueryRouter {
     long notReachedAt = a.notReachedAt;
     a.result.completeExceptionally(notReachedAt != Long.MIN_VALUE
         ? new PositionNotReachedException(a.id.qualifiedName(), notReachedAt, a.minNextOffset, a.timeout.toMillis())
-        : new PartitionMovingException(a.id.qualifiedName(), directory.noOwnerSince(a.id, a.startedAt), a.timeout,
+        : new PartitionMovingException(a.id.qualifiedName(), a.ownerAsked ? a.startedAt
+            : directory.noOwnerSince(a.id).orElse(a.startedAt), a.ownerAsked, a.timeout,
             a.lastFailure));
   }
 

@@ -26,11 +26,13 @@ import io.fencepost.Query;
 import io.fencepost.errors.PartitionMovingException;
 import io.fencepost.errors.PositionNotReachedException;
 import io.fencepost.errors.QueryFailedException;
+import io.fencepost.kafka.internal.QueryRequest;
 import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
@@ -215,6 +217,32 @@ class QueryRouterTest {
     assertTrue(started < 30, started + " threads started by 300 queries");
   }
 
+  /**
+   * A query whose bound this node's own newest state meets is answered on the caller's thread: no
+   * actor, no hop (on 2 cores a hop costs more than the answer). One above it still goes to the actor.
+   */
+  @Test
+  void aQueryTheLocalStateMeetsIsAnsweredBeforeQueryReturns() throws Exception {
+    Node node = new Node("q14");
+    PartitionId id = partition("q14", 0);
+    node.own(id);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (node.host.localViews(id).map(l -> l.latest().view()).isEmpty() && System.nanoTime() < deadline) {
+      Thread.sleep(5);   // until the actor's first state reached the partition's views
+    }
+    QueryRouter router = node.router(settings("q14"));
+    CompletableFuture<QueryResult<String>> now = router.query(QueryTarget.partition(TOPIC, 0), new Ask("n"),
+        QueryOptions.defaults().afterOffset(9)).toCompletableFuture();
+    assertTrue(now.isDone(), "answered on the caller's thread");
+    assertEquals("n@10", now.get().reply());
+    assertTrue(now.get().local());
+    CompletableFuture<QueryResult<String>> later = router.query(QueryTarget.partition(TOPIC, 0), new Ask("n"),
+        QueryOptions.defaults().afterOffset(10)).toCompletableFuture();
+    assertFalse(later.isDone(), "a bound the state does not meet was answered at once");
+    node.advance(id, 11);
+    assertEquals("n@11", get(later).reply());
+  }
+
   @Test
   void aKeyIsMappedToThePartitionKafkasDefaultPartitionerPicks() throws Exception {
     QueryRouter router = new Node("q3").router(settings("q3"));
@@ -272,6 +300,20 @@ class QueryRouterTest {
         + "owner known since "), e.getMessage());
     assertTrue(e.getMessage().endsWith("; last attempt: no node serves it"), e.getMessage());
     assertTrue(tookMillis >= 300 && tookMillis < 3000, "took " + tookMillis + " ms");
+  }
+
+  @Test
+  void anOwnerListedButSilentFailsAsMovingSayingItWasAsked() {
+    Node node = new Node("q15");
+    kit.system().receptionist().tell(Receptionist.register(PartitionDirectory.key(partition("q15", 1)),
+        kit.<QueryRequest>spawn(Behaviors.ignore())));
+    Throwable e = failure(node.router(settings("q15")).query(QueryTarget.partition(TOPIC, 1), new Ask("m"),
+        QueryOptions.defaults().withTimeout(Duration.ofMillis(400))));
+    assertInstanceOf(PartitionMovingException.class, e);
+    assertTrue(e.getMessage().startsWith("[q15|payments|1] partition is moving: no owner answered within 400 ms "
+        + "(owners were asked since "), e.getMessage());
+    assertTrue(e.getMessage().contains("; last attempt: the owner at pekko://"), e.getMessage());
+    assertTrue(e.getMessage().endsWith(" did not answer (TimeoutException)"), e.getMessage());
   }
 
   @Test

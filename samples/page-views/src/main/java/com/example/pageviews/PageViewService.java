@@ -23,7 +23,7 @@ public final class PageViewService {
 
   public static void main(String[] args) {
     String url = System.getenv().getOrDefault("JDBC_URL",
-        "jdbc:h2:file:./page-views-journal;DATABASE_TO_UPPER=false;AUTO_SERVER=TRUE");
+        "jdbc:h2:file:./page-views-journal;DATABASE_TO_UPPER=false;AUTO_SERVER=TRUE;WRITE_DELAY=0");
     JournalDatabase journal = JournalDatabase.of(url, System.getenv().getOrDefault("JDBC_USER", "sa"),
         System.getenv().getOrDefault("JDBC_PASSWORD", ""));
     journal.installSchemaIfMissing();

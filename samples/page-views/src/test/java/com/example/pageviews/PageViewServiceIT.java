@@ -54,7 +54,7 @@ class PageViewServiceIT {
       pb.environment().put("KAFKA_BOOTSTRAP", broker.bootstrapServers());
       pb.environment().put("PORT", Integer.toString(port));
       pb.environment().put("JDBC_URL", "jdbc:h2:file:" + dir.toAbsolutePath().resolve("journal")
-          + ";DATABASE_TO_UPPER=false;AUTO_SERVER=TRUE");
+          + ";DATABASE_TO_UPPER=false;AUTO_SERVER=TRUE;WRITE_DELAY=0");
       pb.redirectErrorStream(true);
       Process service = pb.start();
       List<String> output = new CopyOnWriteArrayList<>();
