@@ -89,8 +89,11 @@ final class LatestView {
       return unserializable.isEmpty() ? new QueryReply.Answer(id, answer, v.nextOffset(), v.incarnation(), node)
           : new QueryReply.Refusal(id, QueryReply.Kind.FAILED, v.nextOffset(),
               IllegalArgumentException.class.getName(), unserializable.get());
-    } catch (StackOverflowError | RuntimeException | LinkageError | AssertionError e) {
-      // The user's onQuery failed: the query fails, the caller goes on (an Error would stop an actor).
+    } catch (VirtualMachineError e) {
+      throw e;   // out of memory, an internal error: nothing here can go on
+    } catch (Throwable e) {
+      // The user's onQuery failed (whatever it threw, a checked exception thrown undeclared too): the
+      // query fails, the caller goes on (a throw would stop the actor or forwarder answering it).
       log.debug("[{}] [{}] onQuery failed for a {}: {}", pipeline, id.shortName(), query.getClass().getName(),
           e.toString());
       return new QueryReply.Refusal(id, QueryReply.Kind.FAILED, v.nextOffset(), e.getClass().getName(),

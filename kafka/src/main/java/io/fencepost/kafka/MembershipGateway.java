@@ -8,6 +8,7 @@ import java.util.function.Predicate;
 
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
@@ -62,7 +63,9 @@ final class MembershipGateway {
         }
         for (Served s : wanted) {
           if (!forwarders.containsKey(s)) {
-            ActorRef<Object> forwarder = ctx.spawnAnonymous(forwarder(target(s), s.answersAtOnce()));
+            // On the query dispatcher: a slow onQuery answered here delays no cluster work.
+            ActorRef<Object> forwarder = ctx.spawnAnonymous(forwarder(target(s), s.answersAtOnce()),
+                DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
             forwarders.put(s, forwarder);
             ctx.getSystem().receptionist().tell(Receptionist.register(key(s), forwarder));
           }
@@ -80,7 +83,13 @@ final class MembershipGateway {
 
   private static Behavior<Object> forwarder(ActorRef<Object> target, Predicate<Object> answersAtOnce) {
     return Behaviors.receive(Object.class).onAnyMessage(m -> {
-      if (!answersAtOnce.test(m)) {
+      boolean answered;
+      try {
+        answered = answersAtOnce.test(m);
+      } catch (RuntimeException e) {
+        answered = false;   // the served actor answers it (or says why it cannot)
+      }
+      if (!answered) {
         target.tell(m);
       }
       return Behaviors.same();

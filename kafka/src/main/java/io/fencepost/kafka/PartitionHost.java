@@ -137,6 +137,7 @@ final class PartitionHost implements OwnershipSeams.Actors {
     }
     if (!k.stopping()) {
       keepers.put(id, new Keeper(k.ref(), k.stopped(), k.views(), true));
+      k.views().thenAccept(views -> views.latest().leave());   // other nodes' queries too, from now on
       k.ref().thenAccept(ref -> ref.tell(new PartitionCommand.Stop()));
       k.stopped().thenRun(() -> forget(id, k.stopped()));
     }

@@ -43,6 +43,7 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
   private final Duration stopTimeout;
   private final CompletableFuture<Done> stopped;
   private final ActorRef<Object> views;
+  private final LatestView latest;
   private ActorRef<PartitionCommand> child;
   private long incarnation;
   private boolean stopping;
@@ -56,7 +57,7 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
     this.behavior = behavior;
     this.stopTimeout = stopTimeout;
     this.stopped = stopped;
-    LatestView latest = PartitionViews.latestView(ctx.getSystem(), pipeline, id);
+    this.latest = PartitionViews.latestView(ctx.getSystem(), pipeline, id);
     this.views = ctx.spawn(PartitionViews.create(id, latest), "views",
         DispatcherSelector.fromConfig(QueryRouter.DISPATCHER));
     viewsRef.complete(new PartitionViews.Local(views.narrow(), latest));
@@ -89,6 +90,7 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
           return stopping ? Behaviors.stopped() : this;
         })
         .onSignal(PostStop.class, s -> {
+          latest.leave();
           stopped.complete(Done.getInstance());
           return this;
         })
@@ -97,6 +99,7 @@ final class PartitionKeeper extends AbstractBehavior<Object> {
 
   private Behavior<Object> onStop(PartitionCommand.Stop stop) {
     stopping = true;
+    latest.leave();   // at once: Leave may be dropped if this keeper stops before its child read it
     views.tell(PartitionViews.Leave.INSTANCE);
     if (child == null) {
       return Behaviors.stopped();

@@ -87,6 +87,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
         .onMessage(WaitOver.class, this::onWaitOver)
         .onMessageEquals(Leave.INSTANCE, this::onLeave)
         .onSignal(PostStop.class, stop -> {
+          latest.leave();   // however it stopped: a frozen state must not answer for a partition still applying
           membership.unserve(serviceKey, getContext().getSelf().narrow());   // however it stopped
           return this;
         })

@@ -15,6 +15,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 
 import io.fencepost.PartitionId;
 import io.fencepost.Query;
@@ -80,7 +82,10 @@ final class QueryRouter {
       return CompletableFuture.failedFuture(new IllegalArgumentException("[" + settings.name() + "] consumes "
           + settings.topics() + ", not [" + target.topic() + "]: a query names a topic of its pipeline"));
     }
-    return counts.of(target.topic()).thenApply(n -> {
+    // Continued on the query dispatcher when the count is read from Kafka first: never on the admin
+    // client's network thread (a session's query would be routed, and answered, there).
+    CompletableFuture<Integer> count = counts.of(target.topic()).toCompletableFuture();
+    Function<Integer, PartitionId> toPartition = n -> {
       int partition = target.partition().isPresent() ? target.partition().getAsInt()
           : Utils.toPositive(Utils.murmur2(target.serializedKey().orElseThrow())) % n;
       if (partition >= n) {
@@ -88,7 +93,8 @@ final class QueryRouter {
             + " partitions: partition " + partition + " does not exist");
       }
       return new PartitionId(settings.groupId(), target.topic(), partition);
-    });
+    };
+    return count.isDone() ? count.thenApply(toPartition) : count.thenApplyAsync(toPartition, executor);
   }
 
   <R> CompletionStage<QueryResult<R>> query(QueryTarget target, Query<R> query, QueryOptions options) {
@@ -137,7 +143,10 @@ final class QueryRouter {
       CompletableFuture<QueryResult<R>> result) {
     try {
       route.accept(id, e);
-    } catch (RuntimeException failure) {
+    } catch (VirtualMachineError failure) {
+      result.completeExceptionally(failure);
+      throw failure;
+    } catch (Throwable failure) {   // whatever it was, the query ends: nothing else would complete it
       result.completeExceptionally(failure);
     }
   }
@@ -229,11 +238,14 @@ final class QueryRouter {
           ? CompletableFuture.completedFuture(Set.of())
           : directory.owners(a.id).toCompletableFuture().orTimeout(
               Math.min(remaining, settings.query().attemptTimeout().toMillis()), TimeUnit.MILLISECONDS);
-      listed.handle((owners, e) -> {
-            Set<ActorRef<QueryRequest>> all = new HashSet<>(e == null ? owners : Set.of());
-            local.ifPresent(all::add);
-            return all;
-          })
+      BiFunction<Set<ActorRef<QueryRequest>>, Throwable, Set<ActorRef<QueryRequest>>> withLocal = (owners, e) -> {
+        Set<ActorRef<QueryRequest>> all = new HashSet<>(e == null ? owners : Set.of());
+        local.ifPresent(all::add);
+        return all;
+      };
+      // A listing that was not there yet completes on a receptionist thread or, timed out, on the JDK's
+      // timer thread: continue on the query dispatcher (a query given up completes there).
+      (listed.isDone() ? listed.handle(withLocal) : listed.handleAsync(withLocal, executor))
           .thenAccept(owners -> guarded(a, () -> ask(a, owners, pauseMillis)));
     });
   }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.util.Optional;
 
 import com.typesafe.config.ConfigFactory;
@@ -81,6 +82,24 @@ class LatestViewTest {
     assertEquals(QueryReply.Kind.FAILED, r.kind());
     assertEquals(IllegalStateException.class.getName(), r.causeClass());
     assertEquals("no such thing", r.message());
+  }
+
+  /** Whatever onQuery throws (an Error of its own, a checked exception thrown undeclared), the query is refused. */
+  @Test
+  void anythingOnQueryThrowsIsARefusal() {
+    for (Throwable thrown : List.of(new Error("custom"), new java.io.IOException("sneaky"))) {
+      LatestView latest = latest();
+      latest.publish(new AppliedView(P0, 3, "inc-3", q -> sneakyThrow(thrown)));
+      QueryReply.Refusal r = assertInstanceOf(QueryReply.Refusal.class,
+          latest.answerNow(P0, new Ask("x"), 0).orElseThrow());
+      assertEquals(QueryReply.Kind.FAILED, r.kind());
+      assertEquals(thrown.getClass().getName(), r.causeClass());
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <E extends Throwable> Object sneakyThrow(Throwable t) throws E {
+    throw (E) t;
   }
 
   @Test

@@ -243,6 +243,22 @@ class QueryRouterTest {
     assertEquals("n@11", get(later).reply());
   }
 
+  /** Once the host is told to stop a partition, its newest state answers no one, other nodes included. */
+  @Test
+  void aStoppingPartitionsStateAnswersNothingFromTheMomentItIsToldToStop() throws Exception {
+    Node node = new Node("q16");
+    PartitionId id = partition("q16", 0);
+    node.own(id);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (node.host.localViews(id).map(l -> l.latest().view()).isEmpty() && System.nanoTime() < deadline) {
+      Thread.sleep(5);   // until the actor's first state reached the partition's views
+    }
+    PartitionViews.Local local = node.host.localViews(id).orElseThrow();
+    assertTrue(local.latest().answerNow(id, new Ask("x"), -1).isPresent());
+    node.host.stop(id);
+    assertEquals(java.util.Optional.empty(), local.latest().answerNow(id, new Ask("x"), -1));
+  }
+
   @Test
   void aKeyIsMappedToThePartitionKafkasDefaultPartitionerPicks() throws Exception {
     QueryRouter router = new Node("q3").router(settings("q3"));

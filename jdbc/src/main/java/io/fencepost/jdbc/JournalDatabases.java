@@ -1,0 +1,173 @@
+package io.fencepost.jdbc;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+import io.fencepost.PartitionId;
+import io.fencepost.jdbc.internal.JournalIdentities;
+import io.fencepost.jdbc.internal.JournalIdentities.Identity;
+
+/**
+ * The journal databases of one deployment, in a fixed order. Each partition's history (its journal and
+ * snapshots) lives in exactly one of them, {@link #indexOf(PartitionId)}, for the deployment's life,
+ * and that database's unique key fences it as a single database does.
+ *
+ * <p>The order is part of the data: database {@code i} holds the histories of the partitions that map
+ * to {@code i}. If the list were reordered, shortened or lengthened, a partition would recover from a
+ * database without its history, start from offset 0 and apply everything again. So each database
+ * records which one it is (index {@code i} of {@code N}, and the deployment's name) when the
+ * deployment first starts, and {@link #verifyIdentities()} refuses, in one line naming each
+ * database and what it says, to go on with a list that does not match.
+ */
+public final class JournalDatabases {
+
+  private final String deployment;
+  private final List<JournalDatabase> databases;
+
+  private JournalDatabases(String deployment, List<JournalDatabase> databases) {
+    this.deployment = Objects.requireNonNull(deployment, "deployment");
+    this.databases = List.copyOf(databases);
+    if (deployment.isBlank() || deployment.length() > JournalIdentities.MAX_DEPLOYMENT_LENGTH) {
+      throw new IllegalArgumentException("a deployment name is 1 to " + JournalIdentities.MAX_DEPLOYMENT_LENGTH
+          + " characters, not blank, was [" + deployment + "]");
+    }
+    if (this.databases.isEmpty()) {
+      throw new IllegalArgumentException("[" + deployment + "] needs at least one journal database");
+    }
+    long distinct = this.databases.stream().map(JournalDatabase::jdbcUrl).distinct().count();
+    if (distinct != this.databases.size()) {
+      throw new IllegalArgumentException("[" + deployment + "] lists a journal database twice: " + urls());
+    }
+  }
+
+  /**
+   * The databases of deployment {@code deployment} (a name the databases record: the same on every
+   * node, e.g. the service's name), in the order they were first used.
+   */
+  public static JournalDatabases of(String deployment, List<JournalDatabase> databases) {
+    return new JournalDatabases(deployment, databases);
+  }
+
+  /** A deployment with one journal database: every partition's history is in it. */
+  public static JournalDatabases single(String deployment, JournalDatabase database) {
+    return of(deployment, List.of(database));
+  }
+
+  public String deployment() {
+    return deployment;
+  }
+
+  /** The databases, in order. */
+  public List<JournalDatabase> databases() {
+    return databases;
+  }
+
+  public int size() {
+    return databases.size();
+  }
+
+  /**
+   * The index of the database that holds partition {@code id}'s history: the Java {@code hashCode} of
+   * {@code group|topic|partition} (as the Java Language Specification defines it for strings)
+   * modulo the number of databases. Fixed for the deployment's life: consecutive partitions of a topic
+   * usually alternate between databases.
+   */
+  public int indexOf(PartitionId id) {
+    return indexOf(id, databases.size());
+  }
+
+  /** {@link #indexOf(PartitionId)} for a deployment of {@code count} databases. */
+  public static int indexOf(PartitionId id, int count) {
+    if (count < 1) {
+      throw new IllegalArgumentException("count must be >= 1, was " + count);
+    }
+    return Math.floorMod(id.qualifiedName().hashCode(), count);
+  }
+
+  /** The database that holds partition {@code id}'s history. */
+  public JournalDatabase databaseOf(PartitionId id) {
+    return databases.get(indexOf(id));
+  }
+
+  /**
+   * Checks that every database is the one the list says it is, recording the identities on a
+   * deployment's first start (while no database holds a journal entry; a single database is recorded
+   * whatever it holds, since every partition's history is in it anyway). Safe to call from several
+   * nodes at once. Throws {@link IllegalStateException} when a database says it is another index, of
+   * another count or of another deployment, or records nothing while the deployment has a history.
+   */
+  public void verifyIdentities() {
+    List<Optional<Identity>> found = new ArrayList<>();
+    for (JournalDatabase db : databases) {
+      found.add(onEach(db, "read", JournalIdentities::read));
+    }
+    // Nothing is recorded on a refused start: a wrong list must leave no trace.
+    boolean contradicted = IntStream.range(0, databases.size())
+        .anyMatch(i -> found.get(i).isPresent() && !found.get(i).get().equals(expected(i)));
+    if (contradicted) {
+      throw mismatch(found, "the configured list is not the one the deployment's histories were written with "
+          + "(reordered, a database missing or added, or another deployment's)");
+    }
+    if (found.stream().anyMatch(Optional::isEmpty)) {
+      if (databases.size() > 1 && databases.stream()
+          .anyMatch(db -> onEach(db, "read", JournalIdentities::holdsJournalEntries))) {
+        throw mismatch(found, "a database records no identity while the deployment already has journal entries "
+            + "(a database replaced by an empty one, or added without moving histories into it)");
+      }
+      for (int i = 0; i < databases.size(); i++) {
+        if (found.get(i).isEmpty()) {
+          Identity wanted = expected(i);
+          found.set(i, Optional.of(onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted))));
+        }
+      }
+      boolean claimed = IntStream.range(0, databases.size()).allMatch(i -> found.get(i).get().equals(expected(i)));
+      if (!claimed) {
+        throw mismatch(found, "another node recorded other identities at the same time, with another list");
+      }
+    }
+  }
+
+  /** A step on one database, over a connection of its own; a failure names the database and the fix. */
+  private static <T> T onEach(JournalDatabase db, String what, SqlStep<T> step) {
+    try (Connection c = db.connect()) {
+      return step.apply(c);
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot " + what + " the journal identity of [" + db.jdbcUrl() + "] (table "
+          + JournalIdentities.TABLE + "): " + e.getMessage() + "; check that the database is up and the user may "
+          + "create tables", e);
+    }
+  }
+
+  private interface SqlStep<T> {
+    T apply(Connection c) throws SQLException;
+  }
+
+  private Identity expected(int index) {
+    return new Identity(deployment, index, databases.size());
+  }
+
+  private IllegalStateException mismatch(List<Optional<Identity>> found, String why) {
+    String each = IntStream.range(0, databases.size()).mapToObj(i -> "database " + i + " of " + databases.size()
+        + " (" + databases.get(i).jdbcUrl() + ") " + found.get(i).map(id -> "says it is database " + id.index()
+        + " of " + id.count() + " of deployment [" + id.deployment() + "]").orElse("records no identity"))
+        .collect(Collectors.joining("; "));
+    return new IllegalStateException("[" + deployment + "] journal databases refused: " + why + ": " + each
+        + ". List the databases in the order the deployment first used them; databases are added only by moving "
+        + "the histories of the partitions that map to them while no node runs");
+  }
+
+  private String urls() {
+    return databases.stream().map(JournalDatabase::jdbcUrl).collect(Collectors.joining(", ", "[", "]"));
+  }
+
+  @Override
+  public String toString() {
+    return "JournalDatabases(" + deployment + ", " + urls() + ")";
+  }
+}

@@ -1,0 +1,180 @@
+package io.fencepost.jdbc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.fencepost.PartitionId;
+import io.fencepost.jdbc.internal.JournalIdentities;
+import io.fencepost.jdbc.internal.JournalIdentities.Identity;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The guard against a moved history: a deployment's journal databases record which one each is on
+ * the first start, and a list that does not match (reordered, shortened, lengthened, another
+ * deployment's, or an empty database in place of one with history) is refused with one line naming
+ * each database, and without writing anything.
+ */
+class JournalDatabasesTest {
+
+  private static final AtomicInteger NAMES = new AtomicInteger();
+
+  private static JournalDatabase fresh() {
+    return JournalDatabase.h2Memory("identity-" + NAMES.incrementAndGet());
+  }
+
+  private static String refusal(JournalDatabases dbs) {
+    return assertThrows(IllegalStateException.class, dbs::verifyIdentities).getMessage();
+  }
+
+  @Test
+  void theFirstStartRecordsEachDatabaseAndTheSameListPassesAgain() {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    assertEquals(Optional.of(new Identity("ledger", 0, 2)), identity(a));
+    assertEquals(Optional.of(new Identity("ledger", 1, 2)), identity(b));
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+  }
+
+  @Test
+  void aReorderedListIsRefusedNamingWhatEachDatabaseSays() {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    assertEquals("[ledger] journal databases refused: the configured list is not the one the deployment's "
+        + "histories were written with (reordered, a database missing or added, or another deployment's): "
+        + "database 0 of 2 (" + b.jdbcUrl() + ") says it is database 1 of 2 of deployment [ledger]; "
+        + "database 1 of 2 (" + a.jdbcUrl() + ") says it is database 0 of 2 of deployment [ledger]. List the "
+        + "databases in the order the deployment first used them; databases are added only by moving the "
+        + "histories of the partitions that map to them while no node runs",
+        refusal(JournalDatabases.of("ledger", List.of(b, a))));
+  }
+
+  @Test
+  void aMissingDatabaseIsRefused() {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    String why = refusal(JournalDatabases.single("ledger", a));
+    assertEquals(true, why.contains("database 0 of 1 (" + a.jdbcUrl() + ") says it is database 0 of 2 of "
+        + "deployment [ledger]"), why);
+  }
+
+  @Test
+  void anAddedDatabaseIsRefusedAndRecordsNothing() {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabase c = fresh();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    String why = refusal(JournalDatabases.of("ledger", List.of(a, b, c)));
+    assertEquals(true, why.contains("database 2 of 3 (" + c.jdbcUrl() + ") records no identity"), why);
+    assertEquals(true, why.contains("database 0 of 3 (" + a.jdbcUrl() + ") says it is database 0 of 2"), why);
+    assertEquals(Optional.empty(), identity(c), "a refused start recorded an identity");
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+  }
+
+  @Test
+  void anotherDeploymentsDatabaseIsRefused() {
+    JournalDatabase a = fresh();
+    JournalDatabases.single("orders", a).verifyIdentities();
+    String why = refusal(JournalDatabases.single("ledger", a));
+    assertEquals(true, why.contains("says it is database 0 of 1 of deployment [orders]"), why);
+  }
+
+  @Test
+  void anEmptyDatabaseInPlaceOfOneWithHistoryIsRefused() throws SQLException {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    a.installSchema();
+    b.installSchema();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    journalEntry(a);
+    JournalDatabase emptyB = fresh();
+    String why = refusal(JournalDatabases.of("ledger", List.of(a, emptyB)));
+    assertEquals(true, why.startsWith("[ledger] journal databases refused: a database records no identity while the "
+        + "deployment already has journal entries (a database replaced by an empty one, or added without moving "
+        + "histories into it): database 0 of 2 (" + a.jdbcUrl() + ") says it is database 0 of 2 of deployment "
+        + "[ledger]; database 1 of 2 (" + emptyB.jdbcUrl() + ") records no identity."), why);
+    assertEquals(Optional.empty(), identity(emptyB));
+  }
+
+  @Test
+  void aSingleDatabaseWithHistoryButNoIdentityIsRecorded() throws SQLException {
+    JournalDatabase a = fresh();
+    a.installSchema();
+    journalEntry(a);
+    JournalDatabases.single("ledger", a).verifyIdentities();
+    assertEquals(Optional.of(new Identity("ledger", 0, 1)), identity(a));
+  }
+
+  @Test
+  void nodesStartingTogetherAgree() throws Exception {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    ExecutorService pool = Executors.newFixedThreadPool(4);
+    try {
+      List<CompletableFuture<Void>> starts = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        starts.add(CompletableFuture.runAsync(() -> JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities(),
+            pool));
+      }
+      CompletableFuture.allOf(starts.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(Optional.of(new Identity("ledger", 1, 2)), identity(b));
+  }
+
+  /** The mapping is part of the data: these values must never change. */
+  @Test
+  void aPartitionMapsToTheDatabaseItsNameHashesTo() {
+    int[] expected = new int[8];
+    for (int p = 0; p < 8; p++) {
+      expected[p] = Math.floorMod(("ledger|payments|" + p).hashCode(), 2);
+    }
+    assertEquals("[0, 1, 0, 1, 0, 1, 0, 1]", java.util.Arrays.toString(expected));
+    JournalDatabases two = JournalDatabases.of("ledger", List.of(fresh(), fresh()));
+    for (int p = 0; p < 8; p++) {
+      assertEquals(expected[p], two.indexOf(new PartitionId("ledger", "payments", p)), "partition " + p);
+    }
+    assertEquals(0, JournalDatabases.indexOf(new PartitionId("ledger", "payments", 5), 1));
+  }
+
+  @Test
+  void aListIsRefusedWhenEmptyOrNamingADatabaseTwice() {
+    JournalDatabase a = fresh();
+    assertEquals("[ledger] needs at least one journal database",
+        assertThrows(IllegalArgumentException.class, () -> JournalDatabases.of("ledger", List.of())).getMessage());
+    assertEquals("[ledger] lists a journal database twice: [" + a.jdbcUrl() + ", " + a.jdbcUrl() + "]",
+        assertThrows(IllegalArgumentException.class, () -> JournalDatabases.of("ledger", List.of(a, a)))
+            .getMessage());
+  }
+
+  private static Optional<Identity> identity(JournalDatabase db) {
+    try (Connection c = db.connect()) {
+      return JournalIdentities.read(c);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void journalEntry(JournalDatabase db) throws SQLException {
+    try (Connection c = db.connect(); Statement st = c.createStatement()) {
+      st.execute("INSERT INTO \"event_journal\" (\"persistence_id\", \"sequence_number\", \"writer\", "
+          + "\"write_timestamp\", \"adapter_manifest\", \"event_payload\", \"event_ser_id\", \"event_ser_manifest\") "
+          + "VALUES ('fencepost|ledger|payments|0', 1, 'w', 0, '', X'00', 1, '')");
+    }
+  }
+}
