@@ -2,13 +2,17 @@ package io.fencepost.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -65,6 +69,36 @@ class PostgresIT {
           e.getMessage());
     } finally {
       Postgres.shared().dropDatabase(db);
+    }
+  }
+
+  /** The journal databases' identity guard on PostgreSQL: recorded once, a reordered list and an empty stand-in refused. */
+  @Test
+  void journalIdentitiesAreRecordedAndAWrongListRefusedOnPostgres() throws Exception {
+    JournalDatabase a = Postgres.shared().createDatabase("identity_a");
+    JournalDatabase b = Postgres.shared().createDatabase("identity_b");
+    JournalDatabase empty = Postgres.shared().createDatabase("identity_empty");
+    try {
+      a.installSchema();
+      JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+      JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+      String reordered = Assertions.assertThrows(IllegalStateException.class,
+          () -> JournalDatabases.of("ledger", List.of(b, a)).verifyIdentities()).getMessage();
+      Assertions.assertTrue(reordered.contains("database 0 of 2 (" + b.jdbcUrl() + ") says it is database 1 of 2 of "
+          + "deployment [ledger]"), reordered);
+      try (Connection c = a.connect(); Statement st = c.createStatement()) {
+        st.execute("INSERT INTO event_journal (persistence_id, sequence_number, writer, write_timestamp, "
+            + "adapter_manifest, event_payload, event_ser_id, event_ser_manifest) "
+            + "VALUES ('fencepost|ledger|payments|0', 1, 'w', 0, '', '\\x00', 1, '')");
+      }
+      String replaced = Assertions.assertThrows(IllegalStateException.class,
+          () -> JournalDatabases.of("ledger", List.of(a, empty)).verifyIdentities()).getMessage();
+      Assertions.assertTrue(replaced.contains("database 1 of 2 (" + empty.jdbcUrl() + ") records no identity"),
+          replaced);
+    } finally {
+      Postgres.shared().dropDatabase(a);
+      Postgres.shared().dropDatabase(b);
+      Postgres.shared().dropDatabase(empty);
     }
   }
 
