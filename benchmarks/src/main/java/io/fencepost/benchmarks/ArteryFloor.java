@@ -89,9 +89,11 @@ final class ArteryFloor {
             .resolveOne(Duration.ofSeconds(10)).toCompletableFuture().get(15, TimeUnit.SECONDS);
         out.printf(Locale.ROOT, "echo actor in JVM %d, asked from this one over Artery TCP on loopback%n", echo.pid());
         for (int m = 1; m <= MEASUREMENTS; m++) {
-          long[] quiet = cpuOver(echo, null);
+          Thread.sleep(1_000);   // the last answers of the asks before
+          long[] quiet = ProcessCpu.over(echo.pid(), SECONDS);
           Asks asks = new Asks(target);
-          long[] busy = cpuOver(echo, asks);
+          long[] busy = ProcessCpu.over(echo.pid(), SECONDS);
+          asks.stop();
           long answered = asks.answered.get();
           out.printf(Locale.ROOT, "measurement %d: %,d asks/s for %d s, %,d answered, %,d failed; CPU per ask: asking "
               + "JVM %.0f us, answering JVM %.0f us, %.0f us in all%n", m, RATE, SECONDS, answered, asks.failed.get(),
@@ -103,22 +105,6 @@ final class ArteryFloor {
         system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
       }
     }
-  }
-
-  /** Each JVM's CPU nanoseconds over {@value #SECONDS} s; stops {@code asks} at the end. */
-  private static long[] cpuOver(JvmProcess echo, Asks asks) throws Exception {
-    if (asks == null) {
-      Thread.sleep(1_000);   // the last answers of the asks before
-    }
-    long own0 = ProcessCpu.own();
-    long other0 = ProcessCpu.of(echo.pid());
-    Thread.sleep(TimeUnit.SECONDS.toMillis(SECONDS));
-    long own1 = ProcessCpu.own();
-    long other1 = ProcessCpu.of(echo.pid());
-    if (asks != null) {
-      asks.stop();
-    }
-    return new long[] {own1 - own0, other1 - other0};
   }
 
   /** Open-loop asks at {@value #RATE}/s. */

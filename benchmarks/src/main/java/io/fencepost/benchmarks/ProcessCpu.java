@@ -35,6 +35,14 @@ final class ProcessCpu {
     }
   }
 
+  /** This JVM's and process {@code otherPid}'s CPU nanoseconds over the next {@code seconds} seconds. */
+  static long[] over(long otherPid, int seconds) throws InterruptedException {
+    long own0 = own();
+    long other0 = of(otherPid);
+    Thread.sleep(seconds * 1_000L);
+    return new long[] {own() - own0, of(otherPid) - other0};
+  }
+
   /** Microseconds per operation, NaN for none. */
   static double microsEach(long nanos, long operations) {
     return operations == 0 ? Double.NaN : nanos / 1e3 / operations;

@@ -241,31 +241,17 @@ final class QueryLatency {
       (here ? local : remote).add(merchant);
     }
     for (String kind : List.of("local", "remote", "local", "remote")) {
-      long[] quiet = cpuOver(node1, null);
+      Thread.sleep(1_000);   // the last answers of the load before
+      long[] quiet = ProcessCpu.over(node1.pid(), CPU_SECONDS);
       Load load = new Load(pipeline, LOAD_QPS, kind.equals("local") ? local : remote);
-      long[] busy = cpuOver(node1, load);
+      long[] busy = ProcessCpu.over(node1.pid(), CPU_SECONDS);
+      load.stop();
       long answered = load.answered.get();
       out.printf(Locale.ROOT, "CPU per %s query (%,d/s asked, %,d answered in %d s): node 0 %.0f us, node 1 %.0f us, "
           + "%.0f us in all; %,d failed%n", kind, LOAD_QPS, answered, CPU_SECONDS,
           ProcessCpu.microsEach(busy[0] - quiet[0], answered), ProcessCpu.microsEach(busy[1] - quiet[1], answered),
           ProcessCpu.microsEach(busy[0] + busy[1] - quiet[0] - quiet[1], answered), load.failed.get());
     }
-  }
-
-  /** Each node's process CPU nanoseconds over {@value #CPU_SECONDS} s; stops {@code load} at the end. */
-  private long[] cpuOver(JvmProcess node1, Load load) throws Exception {
-    if (load == null) {
-      Thread.sleep(1_000);
-    }
-    long own0 = ProcessCpu.own();
-    long other0 = ProcessCpu.of(node1.pid());
-    Thread.sleep(TimeUnit.SECONDS.toMillis(CPU_SECONDS));
-    long own1 = ProcessCpu.own();
-    long other1 = ProcessCpu.of(node1.pid());
-    if (load != null) {
-      load.stop();
-    }
-    return new long[] {own1 - own0, other1 - other0};
   }
 
   /** {@value #LATENCY_QPS} queries/s for {@value #LATENCY_SECONDS} s; prints p50/p99 local and remote. */

@@ -152,10 +152,9 @@ final class QueryRouter {
   }
 
   /**
-   * Answers the query from this node's own partition when its newest state meets the bound (and this
-   * node is a cluster member, or says it is not): no actor, no hop. False when the query needs its
-   * attempts (the partition runs elsewhere, its state is behind the bound, it is leaving, or its
-   * answer is a refusal, which the attempts then hear from every owner).
+   * Answers the query from this node's own partition when its newest state meets the bound: no actor,
+   * no hop. False when the query needs its attempts (the partition runs elsewhere, its state is behind
+   * the bound, it is leaving, or its answer is a refusal, which the attempts then hear from every owner).
    */
   private <R> boolean answeredHere(Attempts<R> a) {
     Optional<PartitionViews.Local> local = host.localViews(a.id);
@@ -163,13 +162,16 @@ final class QueryRouter {
       return false;
     }
     Optional<QueryReply> reply = local.get().latest().answerNow(a.id, a.query, a.minNextOffset);
-    if (reply.isEmpty() || !(reply.get() instanceof QueryReply.Answer answer)) {
-      return false;
-    }
+    return reply.isPresent() && reply.get() instanceof QueryReply.Answer answer
+        && a.result.complete(result(answer, membership.localOnly().isPresent()));
+  }
+
+  /** The query's result from an owner's answer. */
+  private <R> QueryResult<R> result(QueryReply.Answer answer, boolean localOnly) {
     @SuppressWarnings("unchecked")
     R r = (R) answer.reply();
-    return a.result.complete(new QueryResult<>(r, answer.partition(), answer.node(), answer.nextOffset(),
-        answer.incarnation(), true, membership.localOnly().isPresent()));
+    return new QueryResult<>(r, answer.partition(), answer.node(), answer.nextOffset(), answer.incarnation(),
+        answer.node().equals(node), localOnly);
   }
 
   /** One query's attempts; its result completes once. */
@@ -313,10 +315,7 @@ final class QueryRouter {
     } else if (reply instanceof QueryReply.Answer answer && !answer.partition().equals(a.id)) {
       a.lastFailure = "the keeper at " + owner.path() + " answered for " + answer.partition().qualifiedName();
     } else if (reply instanceof QueryReply.Answer answer) {
-      @SuppressWarnings("unchecked")
-      R r = (R) answer.reply();
-      a.result.complete(new QueryResult<>(r, answer.partition(), answer.node(), answer.nextOffset(),
-          answer.incarnation(), answer.node().equals(node), a.localOnly != null));
+      a.result.complete(result(answer, a.localOnly != null));
     } else if (reply instanceof QueryReply.Refusal refusal) {
       switch (refusal.kind()) {
         case FAILED -> verdict.failed = new QueryFailedException(a.id.qualifiedName(), refusal.causeClass(),

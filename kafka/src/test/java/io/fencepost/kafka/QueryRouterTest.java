@@ -105,6 +105,15 @@ class QueryRouterTest {
           .tell(new PartitionCommand.GetStatus(system.ignoreRef()));
     }
 
+    /** {@link #own}, then waits until the actor's first state reached the partition's newest view. */
+    void ownWithState(PartitionId id) throws Exception {
+      own(id);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (host.localViews(id).map(l -> l.latest().view()).isEmpty() && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+    }
+
     /** Sets the partition's offset and has its actor publish it. */
     void advance(PartitionId id, long next) throws Exception {
       offsets.get(id.partition()).set(next);
@@ -225,11 +234,7 @@ class QueryRouterTest {
   void aQueryTheLocalStateMeetsIsAnsweredBeforeQueryReturns() throws Exception {
     Node node = new Node("q14");
     PartitionId id = partition("q14", 0);
-    node.own(id);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (node.host.localViews(id).map(l -> l.latest().view()).isEmpty() && System.nanoTime() < deadline) {
-      Thread.sleep(5);   // until the actor's first state reached the partition's views
-    }
+    node.ownWithState(id);
     QueryRouter router = node.router(settings("q14"));
     CompletableFuture<QueryResult<String>> now = router.query(QueryTarget.partition(TOPIC, 0), new Ask("n"),
         QueryOptions.defaults().afterOffset(9)).toCompletableFuture();
@@ -248,11 +253,7 @@ class QueryRouterTest {
   void aStoppingPartitionsStateAnswersNothingFromTheMomentItIsToldToStop() throws Exception {
     Node node = new Node("q16");
     PartitionId id = partition("q16", 0);
-    node.own(id);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (node.host.localViews(id).map(l -> l.latest().view()).isEmpty() && System.nanoTime() < deadline) {
-      Thread.sleep(5);   // until the actor's first state reached the partition's views
-    }
+    node.ownWithState(id);
     PartitionViews.Local local = node.host.localViews(id).orElseThrow();
     assertTrue(local.latest().answerNow(id, new Ask("x"), -1).isPresent());
     node.host.stop(id);
