@@ -50,7 +50,7 @@ public final class OffsetReset {
       throw new IllegalArgumentException("the new next offset must be >= 0, was [" + nextOffset + "]");
     }
     ActorRef<OffsetResetBehavior.Command> writer = system.systemActorOf(new OffsetResetBehavior(partition,
-        settings.journalPluginId(), settings.snapshotPluginId()), "fencepost-offset-reset-" + UUID.randomUUID(),
+        settings.journalPluginId(partition), settings.snapshotPluginId(partition)), "fencepost-offset-reset-" + UUID.randomUUID(),
         Props.empty());
     return AskPattern.<OffsetResetBehavior.Command, Long>ask(writer,
         replyTo -> new OffsetResetBehavior.Command(nextOffset, replyTo), timeout, system.scheduler())

@@ -35,6 +35,8 @@ final class PartitionActorConfig {
       v.journalPluginId = section.getString(key);
       key = "snapshot-plugin-id";
       v.snapshotPluginId = section.getString(key);
+      key = "journal-databases";
+      v.journalDatabases = section.getInt(key);
       key = "failure-backoff.min";
       v.backoffMin = section.getDuration(key);
       key = "failure-backoff.max";

@@ -23,6 +23,15 @@ public final class PartitionActorSettings {
   /** The configuration section these settings are read from. */
   public static final String CONFIG_PATH = "fencepost.partition-actor";
 
+  /**
+   * In a plugin id, replaced by the index of the journal database a partition's history lives in
+   * ({@code journal-databases}).
+   */
+  public static final String DATABASE_PLACEHOLDER = "{database}";
+
+  /** The most journal databases a deployment can spread its partitions' histories over. */
+  public static final int MAX_JOURNAL_DATABASES = 64;
+
   /** The largest key window a partition can hold (its index is one array of two slots a key). */
   private static final int MAX_WINDOW_KEYS = 1 << 29;
 
@@ -37,6 +46,7 @@ public final class PartitionActorSettings {
     String keyHeader;
     String journalPluginId;
     String snapshotPluginId;
+    int journalDatabases;
     Duration backoffMin;
     Duration backoffMax;
     double backoffRandomFactor;
@@ -74,6 +84,14 @@ public final class PartitionActorSettings {
     Objects.requireNonNull(v.keyHeader, "keyHeader");
     Objects.requireNonNull(v.journalPluginId, "journalPluginId");
     Objects.requireNonNull(v.snapshotPluginId, "snapshotPluginId");
+    if (v.journalDatabases < 1 || v.journalDatabases > MAX_JOURNAL_DATABASES) {
+      throw new SettingsException(p + "journal-databases", v.journalDatabases,
+          "must be between 1 and " + MAX_JOURNAL_DATABASES);
+    }
+    if (v.journalDatabases > 1) {
+      requirePlaceholder(p + "journal-plugin-id", v.journalPluginId);
+      requirePlaceholder(p + "snapshot-plugin-id", v.snapshotPluginId);
+    }
     positive(p + "failure-backoff.min", v.backoffMin);
     positive(p + "failure-backoff.max", v.backoffMax);
     if (v.backoffMax.compareTo(v.backoffMin) < 0) {
@@ -88,6 +106,22 @@ public final class PartitionActorSettings {
     if (v.atMostOnceLinger.isNegative()) {
       throw new SettingsException(p + "at-most-once-linger", v.atMostOnceLinger, "must be >= 0");
     }
+  }
+
+  /**
+   * With several journal databases, a plugin id must name each database's own plugin: one id would
+   * put every partition's history in one database whatever the list says.
+   */
+  public static void requirePlaceholder(String key, String pluginId) {
+    if (!pluginId.contains(DATABASE_PLACEHOLDER)) {
+      throw new SettingsException(key, pluginId, "must contain " + DATABASE_PLACEHOLDER + " when journal-databases "
+          + "> 1 (each database has plugins of its own: JournalDatabases.pekkoConfig() sets them)");
+    }
+  }
+
+  /** {@code pluginId} with each {@value #DATABASE_PLACEHOLDER} replaced by {@code database}. */
+  public static String placed(String pluginId, int database) {
+    return pluginId.replace(DATABASE_PLACEHOLDER, Integer.toString(database));
   }
 
   private static void positive(String key, int value) {
@@ -222,6 +256,46 @@ public final class PartitionActorSettings {
     return copy(c -> c.snapshotPluginId = value);
   }
 
+  /**
+   * {@code journal-databases}: how many databases the partitions' histories are spread over (1: all
+   * in one).
+   */
+  public int journalDatabases() {
+    return v.journalDatabases;
+  }
+
+  /**
+   * Spreads the histories over {@code databases} databases, each with plugins of its own: the plugin
+   * ids (both) must contain {@value #DATABASE_PLACEHOLDER} when {@code databases > 1}.
+   */
+  public PartitionActorSettings withJournalDatabases(int databases, String journalPluginId, String snapshotPluginId) {
+    return copy(c -> {
+      c.journalDatabases = databases;
+      c.journalPluginId = journalPluginId;
+      c.snapshotPluginId = snapshotPluginId;
+    });
+  }
+
+  /** The journal plugin of database {@code database} ({@code ""}: Pekko's default journal). */
+  public String journalPluginId(int database) {
+    return placed(v.journalPluginId, database);
+  }
+
+  /** The snapshot plugin of database {@code database} ({@code ""}: Pekko's default snapshot store). */
+  public String snapshotPluginId(int database) {
+    return placed(v.snapshotPluginId, database);
+  }
+
+  /** The journal plugin that holds partition {@code id}'s history. */
+  public String journalPluginId(PartitionId id) {
+    return journalPluginId(id.journalDatabase(v.journalDatabases));
+  }
+
+  /** The snapshot plugin that holds partition {@code id}'s snapshots. */
+  public String snapshotPluginId(PartitionId id) {
+    return snapshotPluginId(id.journalDatabase(v.journalDatabases));
+  }
+
   /** {@code failure-backoff.min}. */
   public Duration backoffMin() {
     return v.backoffMin;
@@ -300,7 +374,8 @@ public final class PartitionActorSettings {
     return "PartitionActorSettings(deliveryMode=" + v.deliveryMode.configValue() + ", snapshotEvery="
         + v.snapshotEvery + ", keepSnapshots=" + v.keepSnapshots + ", keyWindow=" + (v.keyWindowEnabled
         ? v.keyWindowMaxKeys + " keys/" + v.keyWindowMaxAge : "off") + ", keyHeader=" + v.keyHeader
-        + ", journalPluginId=" + v.journalPluginId + ", snapshotPluginId=" + v.snapshotPluginId + ", failureBackoff="
+        + ", journalPluginId=" + v.journalPluginId + ", snapshotPluginId=" + v.snapshotPluginId + ", journalDatabases=" + v.journalDatabases
+        + ", failureBackoff="
         + v.backoffMin + ".." + v.backoffMax + " x" + v.backoffRandomFactor + ", perKeyOrdering=" + v.perKeyOrdering
         + ", callTimeout=" + v.callTimeout + ", atMostOnceLinger=" + v.atMostOnceLinger + ")";
   }

@@ -92,7 +92,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.handlers = new ActorHandlers<>(actor);
     this.metrics = new PartitionMetrics(ctx.getSystem(), partition);
     this.clock = new WindowClock(settings.wallMillis(), settings.monotonicNanos());
-    this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(), partition.persistenceId(),
+    this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(partition), partition.persistenceId(),
         partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog());
     this.windowReads = new WindowReads(partition, settings, snapshots, metrics, ctx.getLog());
     this.standing = new Standing(partition, metrics, ctx.getLog());
@@ -114,12 +114,12 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
 
   @Override
   public String journalPluginId() {
-    return settings.journalPluginId();
+    return settings.journalPluginId(partition);
   }
 
   @Override
   public String snapshotPluginId() {
-    return settings.snapshotPluginId();
+    return settings.snapshotPluginId(partition);
   }
 
   @Override

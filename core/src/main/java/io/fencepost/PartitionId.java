@@ -23,6 +23,20 @@ public record PartitionId(String group, String topic, int partition) {
     }
   }
 
+  /**
+   * The journal database (0 to {@code databases - 1}) that holds this partition's history when the
+   * journal is spread over {@code databases} databases: the Java {@code hashCode} of
+   * {@link #qualifiedName()} (as the Java Language Specification defines it for strings) modulo
+   * {@code databases}. Fixed for a deployment's life: a partition whose history is in database
+   * {@code i} must always be sent to database {@code i}.
+   */
+  public int journalDatabase(int databases) {
+    if (databases < 1) {
+      throw new IllegalArgumentException("databases must be >= 1, was " + databases);
+    }
+    return Math.floorMod(qualifiedName().hashCode(), databases);
+  }
+
   /** {@code group|topic|partition}: the partition's name in errors and metrics, and in its persistence id. */
   public String qualifiedName() {
     return group + "|" + topic + "|" + partition;

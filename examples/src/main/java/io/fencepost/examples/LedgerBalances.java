@@ -9,6 +9,7 @@ import java.util.List;
 
 import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
@@ -56,6 +57,23 @@ public final class LedgerBalances {
       }
     }).installSchema();
     // end-snippet: read-model
+  }
+
+  /**
+   * Sums over the table in every journal database (each holds the balances of the partitions whose
+   * histories it holds; a merchant's payments are all in one partition).
+   */
+  public static Totals totals(JournalDatabases journals) {
+    long merchants = 0;
+    long cents = 0;
+    long payments = 0;
+    for (JournalDatabase db : journals.databases()) {
+      Totals t = totals(db);
+      merchants += t.merchants();
+      cents += t.balanceCents();
+      payments += t.payments();
+    }
+    return new Totals(merchants, cents, payments);
   }
 
   /** Sums over the table. */

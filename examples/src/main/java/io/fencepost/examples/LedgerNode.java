@@ -1,6 +1,7 @@
 package io.fencepost.examples;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +16,7 @@ import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 import io.fencepost.jdbc.JdbcProjection;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import io.fencepost.kafka.ClusterMembership;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
@@ -34,6 +36,8 @@ public final class LedgerNode implements AutoCloseable {
 
   /** The actor system name every ledger node shares (nodes of one cluster must agree). */
   public static final String SYSTEM_NAME = "fencepost-ledger";
+  /** The deployment name the ledger's journal databases record ({@link JournalDatabases}). */
+  public static final String DEPLOYMENT = "fencepost-ledger";
 
   private final ActorSystem<Void> system;
   private final ClusterMembership membership;
@@ -72,6 +76,26 @@ public final class LedgerNode implements AutoCloseable {
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
       int port, List<String> seeds, Optional<String> outboxTopic,
       Optional<Map.Entry<String, Integer>> management) {
+    return start(bootstrap, topic, group, journals(List.of(journal)), host, port, seeds, outboxTopic, management);
+  }
+
+  /**
+   * The ledger's journal databases, in the order first used: each partition's history lives in one of
+   * them ({@link JournalDatabases#indexOf}). Every ledger node of every consumer group is deployment
+   * {@value #DEPLOYMENT}, the name the databases record.
+   */
+  public static JournalDatabases journals(List<JournalDatabase> databases) {
+    return JournalDatabases.of(DEPLOYMENT, databases);
+  }
+
+  /**
+   * Starts a node on journal databases {@code journals}; refuses to start (before joining the cluster
+   * or consuming) when they are not the list the ledger's histories were written with
+   * ({@link JournalDatabases#verifyIdentities()}).
+   */
+  public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabases journals, String host,
+      int port, List<String> seeds, Optional<String> outboxTopic,
+      Optional<Map.Entry<String, Integer>> management) {
     List<String> seedNodes = seeds.isEmpty() ? List.of(host + ":" + port) : seeds;
     // Precedence: -D system properties, then the flags, then application.conf, then the examples'
     // cluster defaults (split-brain resolver, fast rebalances), then the journal, then reference.conf.
@@ -91,7 +115,7 @@ public final class LedgerNode implements AutoCloseable {
         .withFallback(flags)
         .withFallback(ConfigFactory.defaultApplication())
         .withFallback(ClusterNodes.node(SYSTEM_NAME, port, seedNodes))
-        .withFallback(journal.pekkoConfig())
+        .withFallback(journals.pekkoConfig())
         .withFallback(ConfigFactory.defaultReference())
         .resolve();
     // snippet: membership
@@ -151,10 +175,21 @@ public final class LedgerNode implements AutoCloseable {
    * Every node may do it: the projection's conditional position applies each batch once.
    */
   public void startReadModel(JournalDatabase journal, String topic, String group) {
-    LedgerBalances.installSchema(journal);
-    JdbcProjection projection = LedgerBalances.projection(system, journal, group, topic)
-        .start(Duration.ofMillis(500));
-    system.getWhenTerminated().thenRun(projection::close);
+    startReadModel(journals(List.of(journal)), topic, group);
+  }
+
+  /**
+   * Keeps {@code ledger_balances} in each journal database, for the partitions whose histories it
+   * holds (so each batch and its read-model rows commit in one local transaction): a merchant's
+   * balance is the sum over the databases ({@link LedgerBalances#totals}).
+   */
+  public void startReadModel(JournalDatabases journals, String topic, String group) {
+    for (JournalDatabase journal : journals.databases()) {
+      LedgerBalances.installSchema(journal);
+      JdbcProjection projection = LedgerBalances.projection(system, journal, group, topic)
+          .start(Duration.ofMillis(500));
+      system.getWhenTerminated().thenRun(projection::close);
+    }
   }
 
   /** The actor system the pipeline runs in (local: the cluster membership runs in {@link #membership()}'s). */
@@ -185,8 +220,22 @@ public final class LedgerNode implements AutoCloseable {
   /** The {@code fencepost ledger} arguments of a node on 127.0.0.1:{@code port} (for multi-process runs). */
   public static List<String> commandLine(String bootstrap, String topic, String group, JournalDatabase journal,
       int port, List<String> seeds) {
-    return List.of("ledger", "--bootstrap", bootstrap, "--topic", topic, "--group", group,
-        "--jdbc-url", journal.jdbcUrl(), "--jdbc-user", journal.user(), "--jdbc-password", journal.password(),
-        "--port", Integer.toString(port), "--seeds", String.join(",", seeds));
+    return commandLine(bootstrap, topic, group, List.of(journal), port, seeds);
+  }
+
+  /**
+   * The arguments of a node on several journal databases (one {@code --jdbc-url} each, in order; they
+   * share the first one's user and password).
+   */
+  public static List<String> commandLine(String bootstrap, String topic, String group, List<JournalDatabase> journals,
+      int port, List<String> seeds) {
+    List<String> args = new ArrayList<>(List.of("ledger", "--bootstrap", bootstrap, "--topic", topic,
+        "--group", group));
+    for (JournalDatabase journal : journals) {
+      args.addAll(List.of("--jdbc-url", journal.jdbcUrl()));
+    }
+    args.addAll(List.of("--jdbc-user", journals.get(0).user(), "--jdbc-password", journals.get(0).password(),
+        "--port", Integer.toString(port), "--seeds", String.join(",", seeds)));
+    return List.copyOf(args);
   }
 }

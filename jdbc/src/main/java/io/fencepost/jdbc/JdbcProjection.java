@@ -350,7 +350,7 @@ public final class JdbcProjection implements AutoCloseable {
   /** One transaction of up to {@value #CHUNK} batches of one journal; returns how many it applied. */
   private int catchUp(String pid) {
     JdbcReadJournal journal = PersistenceQuery.get(system)
-        .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+        .getReadJournalFor(JdbcReadJournal.class, db.readJournalPluginId());
     Connection c;
     try {
       c = connection();

@@ -65,12 +65,12 @@ public final class JournalCompaction {
 
   /**
    * Empties the payloads of events of {@code persistenceId} at or below its newest snapshot and
-   * below every reader's position (see the class comment). The outbox relay's position is read from
-   * {@code system}'s default durable state store ({@code pekko.persistence.state.plugin}).
+   * below every reader's position (see the class comment). The outbox relay's position is read with
+   * {@code db}'s own plugins ({@link JournalDatabase#durableStatePluginId()},
+   * {@link JournalDatabase#readJournalPluginId()}).
    */
   public static Result compact(ActorSystem<?> system, JournalDatabase db, String persistenceId) {
-    return compact(system, db, persistenceId, system.settings().config().getString("pekko.persistence.state.plugin"),
-        JdbcReadJournal.Identifier());
+    return compact(system, db, persistenceId, db.durableStatePluginId(), db.readJournalPluginId());
   }
 
   /**

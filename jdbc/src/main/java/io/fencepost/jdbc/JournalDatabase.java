@@ -4,11 +4,13 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigObject;
 import com.typesafe.config.ConfigValueFactory;
 import io.fencepost.jdbc.internal.SqlScripts;
 import org.apache.pekko.actor.BootstrapSetup;
@@ -38,8 +40,10 @@ public final class JournalDatabase {
   private final String password;
   private final Dialect dialect;
   private final int maxConnections;
+  /** Which database of several it is (its plugins are named by it), or -1: the only one. */
+  private final int index;
 
-  private JournalDatabase(String jdbcUrl, String user, String password, int maxConnections) {
+  private JournalDatabase(String jdbcUrl, String user, String password, int maxConnections, int index) {
     this.jdbcUrl = Objects.requireNonNull(jdbcUrl, "jdbcUrl");
     this.user = Objects.requireNonNull(user, "user");
     this.password = Objects.requireNonNull(password, "password");
@@ -53,11 +57,12 @@ public final class JournalDatabase {
       throw new IllegalArgumentException("maxConnections must be >= 1, was [" + maxConnections + "]");
     }
     this.maxConnections = maxConnections;
+    this.index = index;
   }
 
   /** A journal database at this URL (PostgreSQL or H2), with a pool of 8 connections. */
   public static JournalDatabase of(String jdbcUrl, String user, String password) {
-    return new JournalDatabase(jdbcUrl, user, password, 8);
+    return new JournalDatabase(jdbcUrl, user, password, 8, -1);
   }
 
   /**
@@ -77,7 +82,49 @@ public final class JournalDatabase {
 
   /** A copy with another connection-pool size. */
   public JournalDatabase withMaxConnections(int maxConnections) {
-    return new JournalDatabase(jdbcUrl, user, password, maxConnections);
+    return new JournalDatabase(jdbcUrl, user, password, maxConnections, index);
+  }
+
+  /** This database as database {@code index} of several: its plugins are named by the index. */
+  JournalDatabase asDatabase(int index) {
+    return new JournalDatabase(jdbcUrl, user, password, maxConnections, index);
+  }
+
+  /**
+   * Which database of a deployment's several it is ({@link JournalDatabases#databases()}), or -1 for a
+   * database used alone.
+   */
+  public int index() {
+    return index;
+  }
+
+  /** The journal plugin on this database: {@code jdbc-journal} alone, {@code fencepost-journal-<index>} of several. */
+  public String journalPluginId() {
+    return pluginId("jdbc-journal", "fencepost-journal-");
+  }
+
+  /** The snapshot plugin on this database: {@code jdbc-snapshot-store}, or {@code fencepost-snapshot-store-<index>}. */
+  public String snapshotPluginId() {
+    return pluginId("jdbc-snapshot-store", "fencepost-snapshot-store-");
+  }
+
+  /** The query plugin on this database: {@code jdbc-read-journal}, or {@code fencepost-read-journal-<index>}. */
+  public String readJournalPluginId() {
+    return pluginId("jdbc-read-journal", "fencepost-read-journal-");
+  }
+
+  /** The durable-state plugin on this database: {@code jdbc-durable-state-store}, or {@code fencepost-durable-state-store-<index>}. */
+  public String durableStatePluginId() {
+    return pluginId("jdbc-durable-state-store", "fencepost-durable-state-store-");
+  }
+
+  /** The shared pool under {@code pekko-persistence-jdbc.shared-databases}: {@code slick}, or {@code fencepost-db-<index>}. */
+  String sharedDatabaseName() {
+    return pluginId("slick", "fencepost-db-");
+  }
+
+  private String pluginId(String alone, String prefix) {
+    return index < 0 ? alone : prefix + index;
   }
 
   public String jdbcUrl() {
@@ -104,9 +151,51 @@ public final class JournalDatabase {
   /**
    * A Pekko configuration that puts journal, snapshots, read journal and durable state on this
    * database through one shared pool. Layer it over the application's config with
-   * {@code withFallback}.
+   * {@code withFallback}. (A database of several is configured by {@link JournalDatabases#pekkoConfig()}.)
    */
   public Config pekkoConfig() {
+    String plugins = String.join("\n",
+        "pekko.persistence.journal.plugin = \"" + journalPluginId() + "\"",
+        "pekko.persistence.snapshot-store.plugin = \"" + snapshotPluginId() + "\"",
+        "pekko.persistence.state.plugin = \"" + durableStatePluginId() + "\"");
+    return ConfigFactory.parseString(plugins).withFallback(pluginsConfig());
+  }
+
+  /**
+   * This database's shared pool and its four plugins, by their ids: pekko-persistence-jdbc's own
+   * ({@code jdbc-journal} ...) for a database used alone, copies of their defaults named by the index
+   * for a database of several.
+   */
+  Config pluginsConfig() {
+    Config plugins = ConfigFactory.empty();
+    if (index < 0) {
+      for (String id : List.of("jdbc-journal", "jdbc-snapshot-store", "jdbc-read-journal", "jdbc-durable-state-store")) {
+        plugins = plugins.withValue(id + ".use-shared-db", ConfigValueFactory.fromAnyRef(sharedDatabaseName()));
+      }
+    } else {
+      Config reference = ConfigFactory.defaultReference(JournalDatabase.class.getClassLoader());
+      plugins = plugins
+          .withValue(journalPluginId(), copy(reference, "jdbc-journal"))
+          .withValue(snapshotPluginId(), copy(reference, "jdbc-snapshot-store"))
+          .withValue(readJournalPluginId(), copy(reference, "jdbc-read-journal")
+              // the read journal finds its event adapters through the journal it reads
+              .withValue("write-plugin", ConfigValueFactory.fromAnyRef(journalPluginId())))
+          .withValue(durableStatePluginId(), copy(reference, "jdbc-durable-state-store"));
+    }
+    // After an outage, try the database again within seconds: Pekko's defaults keep the journal's
+    // breaker open 30 s and the snapshot store's 60 s (recovery reads snapshots first).
+    plugins = plugins
+        .withValue(journalPluginId() + ".circuit-breaker.reset-timeout", ConfigValueFactory.fromAnyRef("5s"))
+        .withValue(snapshotPluginId() + ".circuit-breaker.reset-timeout", ConfigValueFactory.fromAnyRef("5s"));
+    return plugins.withValue("pekko-persistence-jdbc.shared-databases." + sharedDatabaseName(), poolConfig().root());
+  }
+
+  private ConfigObject copy(Config reference, String plugin) {
+    return reference.getConfig(plugin)
+        .withValue("use-shared-db", ConfigValueFactory.fromAnyRef(sharedDatabaseName())).root();
+  }
+
+  private Config poolConfig() {
     Config db = ConfigFactory.empty()
         .withValue("profile", ConfigValueFactory.fromAnyRef(dialect.slickProfile()))
         .withValue("db.url", ConfigValueFactory.fromAnyRef(jdbcUrl))
@@ -128,34 +217,26 @@ public final class JournalDatabase {
       // itself (0 behind PgBouncer's transaction pooling, say) keeps its value.
       db = db.withValue("db.properties.prepareThreshold", ConfigValueFactory.fromAnyRef("-1"));
     }
-    String plugins = String.join("\n",
-        "pekko.persistence.journal.plugin = \"jdbc-journal\"",
-        "pekko.persistence.snapshot-store.plugin = \"jdbc-snapshot-store\"",
-        "pekko.persistence.state.plugin = \"jdbc-durable-state-store\"",
-        "jdbc-journal.use-shared-db = \"slick\"",
-        "jdbc-snapshot-store.use-shared-db = \"slick\"",
-        "jdbc-read-journal.use-shared-db = \"slick\"",
-        "jdbc-durable-state-store.use-shared-db = \"slick\"",
-        // After an outage, try the database again within seconds: Pekko's defaults keep the
-        // journal's breaker open 30 s and the snapshot store's 60 s (recovery reads snapshots first).
-        "jdbc-journal.circuit-breaker.reset-timeout = 5s",
-        "jdbc-snapshot-store.circuit-breaker.reset-timeout = 5s");
-    return ConfigFactory.parseString(plugins)
-        .withValue("pekko-persistence-jdbc.shared-databases.slick", db.root());
+    return db;
   }
 
   /**
    * A local actor system on this database (no cluster, no remoting), with classes and configuration
    * from {@code loader}: for tools that read or write a journal next to a running service, which
    * must neither bind the service's port nor join its cluster. The service's configuration supplies
-   * its serializers; the journal is this one, whatever plugin ids that configuration names.
+   * its serializers; the journal is this one, whatever plugin ids that configuration names (of a
+   * deployment's several databases, only this one: the caller picks the database that holds the
+   * partitions it works on, {@link JournalDatabases#databaseOf}).
    */
   public ActorSystem<Void> localSystem(String name, ClassLoader loader) {
     Config config = ConfigFactory.parseString("pekko.actor.provider = local\n"
             + "pekko.loglevel = WARNING\n"
             + "pekko.coordinated-shutdown.exit-jvm = off\n"
             + "fencepost.partition-actor.journal-plugin-id = \"\"\n"
-            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n")
+            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n"
+            + "fencepost.partition-actor.journal-databases = 1\n"
+            + "fencepost.pipeline.outbox.read-journal-plugin-id = \"" + readJournalPluginId() + "\"\n"
+            + "fencepost.pipeline.outbox.durable-state-plugin-id = \"\"\n")
         .withFallback(pekkoConfig())
         .withFallback(ConfigFactory.load(loader));
     return ActorSystem.create(Behaviors.empty(), name,
@@ -194,6 +275,7 @@ public final class JournalDatabase {
 
   @Override
   public String toString() {
-    return "JournalDatabase(" + jdbcUrl + ", user=" + user + ", maxConnections=" + maxConnections + ")";
+    return "JournalDatabase(" + jdbcUrl + ", user=" + user + ", maxConnections=" + maxConnections
+        + (index < 0 ? "" : ", database " + index) + ")";
   }
 }

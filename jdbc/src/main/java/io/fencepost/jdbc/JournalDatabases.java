@@ -9,6 +9,9 @@ import java.util.Optional;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.internal.JournalIdentities;
 import io.fencepost.jdbc.internal.JournalIdentities.Identity;
@@ -32,16 +35,19 @@ public final class JournalDatabases {
 
   private JournalDatabases(String deployment, List<JournalDatabase> databases) {
     this.deployment = Objects.requireNonNull(deployment, "deployment");
-    this.databases = List.copyOf(databases);
+    List<JournalDatabase> listed = List.copyOf(databases);
+    // alone, a database keeps pekko-persistence-jdbc's plugin ids; of several, each has its own
+    this.databases = listed.size() == 1 ? listed
+        : IntStream.range(0, listed.size()).mapToObj(i -> listed.get(i).asDatabase(i)).toList();
     if (deployment.isBlank() || deployment.length() > JournalIdentities.MAX_DEPLOYMENT_LENGTH) {
       throw new IllegalArgumentException("a deployment name is 1 to " + JournalIdentities.MAX_DEPLOYMENT_LENGTH
           + " characters, not blank, was [" + deployment + "]");
     }
-    if (this.databases.isEmpty()) {
+    if (listed.isEmpty()) {
       throw new IllegalArgumentException("[" + deployment + "] needs at least one journal database");
     }
-    long distinct = this.databases.stream().map(JournalDatabase::jdbcUrl).distinct().count();
-    if (distinct != this.databases.size()) {
+    long distinct = listed.stream().map(JournalDatabase::jdbcUrl).distinct().count();
+    if (distinct != listed.size()) {
       throw new IllegalArgumentException("[" + deployment + "] lists a journal database twice: " + urls());
     }
   }
@@ -79,20 +85,49 @@ public final class JournalDatabases {
    * usually alternate between databases.
    */
   public int indexOf(PartitionId id) {
-    return indexOf(id, databases.size());
-  }
-
-  /** {@link #indexOf(PartitionId)} for a deployment of {@code count} databases. */
-  public static int indexOf(PartitionId id, int count) {
-    if (count < 1) {
-      throw new IllegalArgumentException("count must be >= 1, was " + count);
-    }
-    return Math.floorMod(id.qualifiedName().hashCode(), count);
+    return id.journalDatabase(databases.size());
   }
 
   /** The database that holds partition {@code id}'s history. */
   public JournalDatabase databaseOf(PartitionId id) {
     return databases.get(indexOf(id));
+  }
+
+  /** Creates pekko-persistence-jdbc's tables in each database that has none. */
+  public void installSchemaIfMissing() {
+    databases.forEach(JournalDatabase::installSchemaIfMissing);
+  }
+
+  /**
+   * The Pekko configuration of the deployment, once {@link #verifyIdentities()} passed (it throws
+   * otherwise, so a node never runs with a list that would send a partition to a database without its
+   * history). Layer it over the application's config with {@code withFallback}.
+   *
+   * <p>One database: exactly {@link JournalDatabase#pekkoConfig()}. Several: each database gets a pool
+   * ({@code pekko-persistence-jdbc.shared-databases.fencepost-db-<i>}) and four plugins of its own,
+   * copies of pekko-persistence-jdbc's defaults named by its index ({@code fencepost-journal-<i>},
+   * {@code fencepost-snapshot-store-<i>}, {@code fencepost-read-journal-<i>},
+   * {@code fencepost-durable-state-store-<i>}: tune them there), and the partition actors and the
+   * outbox relays are pointed at them ({@code fencepost.partition-actor.journal-databases} and the
+   * plugin ids with {@code {database}}). No default journal is set: whatever does not know which
+   * database a partition lives in fails loudly instead of writing to the wrong one.
+   */
+  public Config pekkoConfig() {
+    verifyIdentities();
+    if (databases.size() == 1) {
+      return databases.get(0).pekkoConfig();
+    }
+    String placeholder = PartitionActorSettings.DATABASE_PLACEHOLDER;
+    Config config = ConfigFactory.parseString(String.join("\n",
+        "fencepost.partition-actor.journal-databases = " + databases.size(),
+        "fencepost.partition-actor.journal-plugin-id = \"fencepost-journal-" + placeholder + "\"",
+        "fencepost.partition-actor.snapshot-plugin-id = \"fencepost-snapshot-store-" + placeholder + "\"",
+        "fencepost.pipeline.outbox.read-journal-plugin-id = \"fencepost-read-journal-" + placeholder + "\"",
+        "fencepost.pipeline.outbox.durable-state-plugin-id = \"fencepost-durable-state-store-" + placeholder + "\""));
+    for (JournalDatabase db : databases) {
+      config = config.withFallback(db.pluginsConfig());
+    }
+    return config;
   }
 
   /**

@@ -149,7 +149,7 @@ class JournalDatabasesTest {
     for (int p = 0; p < 8; p++) {
       assertEquals(expected[p], two.indexOf(new PartitionId("ledger", "payments", p)), "partition " + p);
     }
-    assertEquals(0, JournalDatabases.indexOf(new PartitionId("ledger", "payments", 5), 1));
+    assertEquals(0, new PartitionId("ledger", "payments", 5).journalDatabase(1));
   }
 
   @Test

@@ -42,11 +42,8 @@ final class JournalLiveness {
     this.system = system;
     this.ticker = ticker;
     this.pipeline = settings.name();
-    plugins.add(JournalWarmup.journalPlugin(system, settings));
-    String snapshots = JournalWarmup.snapshotPlugin(system, settings);
-    if (!snapshots.isEmpty()) {
-      plugins.add(snapshots);
-    }
+    plugins.addAll(JournalWarmup.journalPlugins(system, settings));
+    JournalWarmup.snapshotPlugins(system, settings).stream().filter(id -> !id.isEmpty()).forEach(plugins::add);
   }
 
   /** Asks the plugin actors to identify themselves, unless a probe is under way; the answers update the state. */

@@ -1,11 +1,16 @@
 package io.fencepost.kafka;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntFunction;
+
+import io.fencepost.PartitionActorSettings;
 
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -22,7 +27,7 @@ import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
 import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 
 /**
- * Starts the partition actors' journal and snapshot plugins before the consumer joins its group, by
+ * Starts the partition actors' journal and snapshot plugins (those of every journal database) before the consumer joins its group, by
  * recovering an empty persistence id through them: the first partition assigned to this node then
  * does not pay for the plugins' start (connection pool, first queries), and a journal that cannot
  * start fails the pipeline's start, loudly, instead of leaving assigned partitions paused. (A plugin
@@ -33,51 +38,76 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
 
   private static final AtomicLong RUNS = new AtomicLong();
 
-  private final PipelineSettings settings;
+  private final String journalPluginId;
+  private final String snapshotPluginId;
   private final CompletableFuture<Done> recovered;
   private final ActorRef<Object> self;
 
-  private JournalWarmup(PipelineSettings settings, CompletableFuture<Done> recovered, ActorRef<Object> self) {
-    super(PersistenceId.ofUniqueId("fencepost-warmup|" + settings.name()));
-    this.settings = settings;
+  private JournalWarmup(String pipeline, String journalPluginId, String snapshotPluginId,
+      CompletableFuture<Done> recovered, ActorRef<Object> self) {
+    super(PersistenceId.ofUniqueId("fencepost-warmup|" + pipeline));
+    this.journalPluginId = journalPluginId;
+    this.snapshotPluginId = snapshotPluginId;
     this.recovered = recovered;
     this.self = self;
   }
 
-  /** Blocks until the plugins answered a recovery, at most {@code timeout}. */
+  /**
+   * Blocks until the plugins of every journal database answered a recovery, at most {@code timeout}
+   * (the databases are asked at once).
+   */
   static void await(ActorSystem<?> system, PipelineSettings settings, Duration timeout) {
-    CompletableFuture<Done> recovered = new CompletableFuture<>();
-    Behavior<Object> warmup = Behaviors.setup(ctx -> new JournalWarmup(settings, recovered, ctx.getSelf()));
-    system.systemActorOf(warmup, "fencepost-warmup-" + RUNS.incrementAndGet(), Props.empty());
-    String journal = journalPlugin(system, settings);
-    try {
-      recovered.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (TimeoutException e) {
-      throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] did not answer a "
-          + "recovery within " + timeout + " (ask-timeout): check that its database is reachable and its schema "
-          + "installed; nothing was consumed");
-    } catch (ExecutionException e) {
-      throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] failed a recovery: "
-          + e.getCause() + "; check that its database is reachable and its schema installed; nothing was consumed",
-          e.getCause());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while the journal started", e);
+    PartitionActorSettings actor = settings.partitionActor();
+    List<CompletableFuture<Done>> recoveries = new ArrayList<>();
+    for (int i = 0; i < actor.journalDatabases(); i++) {
+      CompletableFuture<Done> recovered = new CompletableFuture<>();
+      String journal = actor.journalPluginId(i);
+      String snapshots = actor.snapshotPluginId(i);
+      Behavior<Object> warmup = Behaviors.setup(ctx -> new JournalWarmup(settings.name(), journal, snapshots,
+          recovered, ctx.getSelf()));
+      system.systemActorOf(warmup, "fencepost-warmup-" + RUNS.incrementAndGet(), Props.empty());
+      recoveries.add(recovered);
+    }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    List<String> journals = journalPlugins(system, settings);
+    for (int i = 0; i < recoveries.size(); i++) {
+      String journal = journals.get(i);
+      try {
+        recoveries.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (TimeoutException e) {
+        throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] did not answer a "
+            + "recovery within " + timeout + " (ask-timeout): check that its database is reachable and its schema "
+            + "installed; nothing was consumed");
+      } catch (ExecutionException e) {
+        throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] failed a recovery: "
+            + e.getCause() + "; check that its database is reachable and its schema installed; nothing was consumed",
+            e.getCause());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while the journal started", e);
+      }
     }
   }
 
-  /** The journal plugin's id the partition actors use. */
-  static String journalPlugin(ActorSystem<?> system, PipelineSettings settings) {
-    return settings.partitionActor().journalPluginId().isEmpty()
-        ? system.settings().config().getString("pekko.persistence.journal.plugin")
-        : settings.partitionActor().journalPluginId();
+  /** The journal plugins' ids the partition actors use, one per journal database. */
+  static List<String> journalPlugins(ActorSystem<?> system, PipelineSettings settings) {
+    return plugins(settings, settings.partitionActor()::journalPluginId,
+        system.settings().config().getString("pekko.persistence.journal.plugin"));
   }
 
-  /** The snapshot plugin's id the partition actors use (empty: none configured). */
-  static String snapshotPlugin(ActorSystem<?> system, PipelineSettings settings) {
-    return settings.partitionActor().snapshotPluginId().isEmpty()
-        ? system.settings().config().getString("pekko.persistence.snapshot-store.plugin")
-        : settings.partitionActor().snapshotPluginId();
+  /** The snapshot plugins' ids the partition actors use, one per journal database (empty: none configured). */
+  static List<String> snapshotPlugins(ActorSystem<?> system, PipelineSettings settings) {
+    return plugins(settings, settings.partitionActor()::snapshotPluginId,
+        system.settings().config().getString("pekko.persistence.snapshot-store.plugin"));
+  }
+
+  private static List<String> plugins(PipelineSettings settings, IntFunction<String> ofDatabase, String byDefault) {
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < settings.partitionActor().journalDatabases(); i++) {
+      String id = ofDatabase.apply(i);
+      ids.add(id.isEmpty() ? byDefault : id);
+    }
+    return ids;
   }
 
   @Override
@@ -87,12 +117,12 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
 
   @Override
   public String journalPluginId() {
-    return settings.partitionActor().journalPluginId();
+    return journalPluginId;
   }
 
   @Override
   public String snapshotPluginId() {
-    return settings.partitionActor().snapshotPluginId();
+    return snapshotPluginId;
   }
 
   @Override

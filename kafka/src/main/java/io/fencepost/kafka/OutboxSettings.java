@@ -7,6 +7,7 @@ import java.util.function.Consumer;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
+import io.fencepost.PartitionActorSettings;
 import io.fencepost.errors.SettingsException;
 import io.fencepost.kafka.internal.ProducerSafety;
 
@@ -113,6 +114,17 @@ public final class OutboxSettings {
           "must name a Pekko persistence query plugin, e.g. jdbc-read-journal");
     }
     ProducerSafety.check(v.producer, path + ".producer-kafka-clients");
+  }
+
+  /**
+   * The plugins of journal database {@code database}: each {@code {database}} in the plugin ids
+   * replaced by its index.
+   */
+  OutboxSettings placed(int database) {
+    return copy(c -> {
+      c.readJournalPluginId = PartitionActorSettings.placed(c.readJournalPluginId, database);
+      c.durableStatePluginId = PartitionActorSettings.placed(c.durableStatePluginId, database);
+    });
   }
 
   /** {@code outbox.enabled}: whether this pipeline runs a relay for each partition it owns. */

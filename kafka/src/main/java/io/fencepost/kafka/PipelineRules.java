@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
+import io.fencepost.PartitionActorSettings;
 import io.fencepost.errors.SettingsException;
 import io.fencepost.kafka.internal.ProducerSafety;
 
@@ -98,6 +99,11 @@ final class PipelineRules {
     }
     ProducerSafety.check(v.commonKafkaClients, p + "common-kafka-clients");
     Objects.requireNonNull(v.partitionActor, "partitionActor");
+    if (v.partitionActor.journalDatabases() > 1) {
+      // The relay's journal and its stored position live beside the partition's history.
+      PartitionActorSettings.requirePlaceholder(p + "outbox.read-journal-plugin-id", v.outbox.readJournalPluginId());
+      PartitionActorSettings.requirePlaceholder(p + "outbox.durable-state-plugin-id", v.outbox.durableStatePluginId());
+    }
     if (v.partitionActor.callTimeout().compareTo(v.askTimeout) >= 0) {
       throw new SettingsException(p + "partition-actor.external-call.timeout", v.partitionActor.callTimeout(),
           "must be shorter than ask-timeout [" + v.askTimeout + "]: a batch waiting for its external call would "

@@ -57,8 +57,9 @@ final class RelayRegistry implements OwnershipSeams.Relays {
     }
     relays.computeIfAbsent(id, k -> {
       AtomicBoolean stopRequested = new AtomicBoolean();
+      OutboxSettings outbox = settings.outbox().placed(k.journalDatabase(settings.partitionActor().journalDatabases()));
       return new Running(system.systemActorOf(
-          OutboxRelay.create(k, settings.outbox(), producer, backoff, stopRequested, ticker),
+          OutboxRelay.create(k, outbox, producer, backoff, stopRequested, ticker),
           "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()), stopRequested);
     });
   }

@@ -138,7 +138,9 @@ final class RunningPipeline<V> implements Pipeline {
   }
 
   static GuaranteeStatement guarantee(ActorSystem<?> system, PipelineSettings settings) {
-    return GuaranteeStatement.of(settings.partitionActor(), "[" + JournalWarmup.journalPlugin(system, settings) + "]");
+    List<String> journals = JournalWarmup.journalPlugins(system, settings).stream().map(id -> "[" + id + "]").toList();
+    return GuaranteeStatement.of(settings.partitionActor(), journals.size() == 1 ? journals.get(0)
+        : String.join(" or ", journals) + " (the one database holding the partition's history)");
   }
 
   static <V> Pipeline start(ActorSystem<?> system, Function<PartitionContext, ? extends PartitionActor<V, ?, ?>> factory,
@@ -148,7 +150,9 @@ final class RunningPipeline<V> implements Pipeline {
       p.topicChecks.check();
       p.decoder.configure(new HashMap<>(p.consumerProperties));   // its own copy: a deserializer may change it
       JournalWarmup.await(system, settings, settings.askTimeout());
-      FenceCheck.verify(system, settings.name(), settings.partitionActor().journalPluginId(), settings.askTimeout());
+      for (int i = 0; i < settings.partitionActor().journalDatabases(); i++) {
+        FenceCheck.verify(system, settings.name(), settings.partitionActor().journalPluginId(i), settings.askTimeout());
+      }
       String isolation = settings.kafkaClients().getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
       if (!isolation.equals("read_committed")) {
         log.warn("[{}] kafka-clients.isolation.level is [{}]: records of aborted producer transactions are applied "

@@ -48,7 +48,7 @@ final class JournalScan {
     ActorSystem<Void> reader = journal.localSystem("fencepost-reconciliation", classLoader);
     try {
       JdbcReadJournal read = PersistenceQuery.get(reader)
-          .getReadJournalFor(JdbcReadJournal.class, JdbcReadJournal.Identifier());
+          .getReadJournalFor(JdbcReadJournal.class, journal.readJournalPluginId());
       for (int p = 0; p < coverage.size(); p++) {
         int partition = p;
         String pid = new PartitionId(group, topic, p).persistenceId();

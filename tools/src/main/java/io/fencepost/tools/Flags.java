@@ -1,13 +1,16 @@
 package io.fencepost.tools;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
 /**
  * A tiny command-line parser: {@code --name value} and boolean {@code --name} flags, each with a
- * description and an optional environment variable fallback. A bad flag is a {@link UsageError}
+ * description and an optional environment variable fallback; a flag is given once unless declared
+ * {@link #repeatable}. A bad flag is a {@link UsageError}
  * whose one-line message names the flag and what is accepted; commands exit 2 on it.
  */
 final class Flags {
@@ -19,12 +22,12 @@ final class Flags {
     }
   }
 
-  private record Spec(String name, String valueName, String env, String fallback, String help) {
+  private record Spec(String name, String valueName, String env, String fallback, String help, boolean repeatable) {
   }
 
   private final String command;
   private final Map<String, Spec> specs = new LinkedHashMap<>();
-  private final Map<String, String> values = new HashMap<>();
+  private final Map<String, List<String>> values = new HashMap<>();
 
   Flags(String command) {
     this.command = command;
@@ -32,13 +35,19 @@ final class Flags {
 
   /** A flag taking a value; {@code env} (may be null) and {@code fallback} (may be null) apply when it is absent. */
   Flags value(String name, String valueName, String env, String fallback, String help) {
-    specs.put(name, new Spec(name, valueName, env, fallback, help));
+    specs.put(name, new Spec(name, valueName, env, fallback, help, false));
+    return this;
+  }
+
+  /** A flag taking a value that may be given several times ({@link #all}); any other flag only once. */
+  Flags repeatable(String name, String valueName, String env, String fallback, String help) {
+    specs.put(name, new Spec(name, valueName, env, fallback, help, true));
     return this;
   }
 
   /** A flag without a value. */
   Flags bool(String name, String help) {
-    specs.put(name, new Spec(name, null, null, null, help));
+    specs.put(name, new Spec(name, null, null, null, help, false));
     return this;
   }
 
@@ -54,13 +63,17 @@ final class Flags {
         throw new UsageError(command + ": unknown flag [" + a + "]; accepted: " + accepted());
       }
       Spec spec = specs.get(a.substring(2));
+      if (values.containsKey(spec.name()) && !spec.repeatable()) {
+        throw new UsageError(command + ": flag --" + spec.name() + " is given twice; give it once");
+      }
+      List<String> given = values.computeIfAbsent(spec.name(), n -> new ArrayList<>());
       if (spec.valueName() == null) {
-        values.put(spec.name(), "true");
+        given.add("true");
       } else {
         if (i + 1 >= args.length || args[i + 1].startsWith("--")) {
           throw new UsageError(command + ": flag --" + spec.name() + " needs a value <" + spec.valueName() + ">");
         }
-        values.put(spec.name(), args[++i]);
+        given.add(args[++i]);
       }
     }
     return true;
@@ -71,7 +84,8 @@ final class Flags {
     if (spec == null) {
       throw new IllegalArgumentException("undeclared flag " + name);
     }
-    String v = values.get(name);
+    List<String> given = values.get(name);
+    String v = given == null ? null : given.get(given.size() - 1);
     if (v == null && spec.env() != null) {
       v = System.getenv(spec.env());
     }
@@ -79,6 +93,12 @@ final class Flags {
       v = spec.fallback();
     }
     return Optional.ofNullable(v);
+  }
+
+  /** Every value of a repeatable flag, in the order given; else its environment variable or fallback, if any. */
+  List<String> all(String name) {
+    List<String> given = values.get(name);
+    return given != null ? List.copyOf(given) : get(name).map(List::of).orElse(List.of());
   }
 
   String require(String name) {
@@ -125,7 +145,8 @@ final class Flags {
   void printUsage() {
     System.out.println("usage: fencepost " + command + " [flags]");
     for (Spec s : specs.values()) {
-      String left = "--" + s.name() + (s.valueName() == null ? "" : " <" + s.valueName() + ">");
+      String left = "--" + s.name() + (s.valueName() == null ? "" : " <" + s.valueName() + ">")
+          + (s.repeatable() ? " ..." : "");
       String right = s.help() + (s.env() != null ? " [env " + s.env() + "]" : "")
           + (s.fallback() != null ? " (default " + s.fallback() + ")" : "");
       System.out.printf("  %-28s %s%n", left, right);

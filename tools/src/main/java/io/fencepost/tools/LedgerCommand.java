@@ -10,6 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import io.fencepost.FencepostMeters;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import io.fencepost.embedded.H2;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -24,8 +25,10 @@ final class LedgerCommand implements Main.Command {
         .value("bootstrap", "host:port", "FENCEPOST_BOOTSTRAP", null, "Kafka bootstrap servers")
         .value("topic", "name", "FENCEPOST_TOPIC", "payments", "input topic")
         .value("group", "id", "FENCEPOST_GROUP", "ledger", "consumer group")
-        .value("jdbc-url", "url", "FENCEPOST_JDBC_URL", null,
-            "journal database (jdbc:postgresql:... or jdbc:h2:...); default an H2 file under ./fencepost-demo")
+        .repeatable("jdbc-url", "url", "FENCEPOST_JDBC_URL", null,
+            "journal database (jdbc:postgresql:... or jdbc:h2:...); default an H2 file under ./fencepost-demo. "
+                + "Give it once per database to spread the partitions' histories over several, always in the "
+                + "order first used (a node refuses another order)")
         .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
         .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
         .value("host", "address", "FENCEPOST_HOST", "127.0.0.1", "address this node binds and advertises")
@@ -44,23 +47,24 @@ final class LedgerCommand implements Main.Command {
       return 0;
     }
     int port = flags.intValue("port", 1, 65535);
-    String url = flags.get("jdbc-url").orElse(null);
-    JournalDatabase journal = url == null
-        ? JournalDatabase.h2File(Path.of("fencepost-demo", "journal"))
-        : JournalDatabase.of(url, flags.require("jdbc-user"), flags.require("jdbc-password"));
-    if (flags.isSet("install-schema") || url == null) {
-      journal.installSchemaIfMissing();
+    List<String> urls = flags.all("jdbc-url");
+    JournalDatabases journals = LedgerNode.journals(urls.isEmpty()
+        ? List.of(JournalDatabase.h2File(Path.of("fencepost-demo", "journal")))
+        : urls.stream().map(url -> JournalDatabase.of(url, flags.require("jdbc-user"), flags.require("jdbc-password")))
+            .toList());
+    if (flags.isSet("install-schema") || urls.isEmpty()) {
+      journals.installSchemaIfMissing();
     }
     List<String> seeds = flags.get("seeds")
         .map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList())
         .orElse(List.of());
     Optional<Map.Entry<String, Integer>> management = flags.get("management-port").isEmpty() ? Optional.empty()
         : Optional.of(Map.entry(flags.require("management-host"), flags.intValue("management-port", 0, 65535)));
-    LedgerNode node = LedgerNode.start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journal,
+    LedgerNode node = LedgerNode.start(flags.require("bootstrap"), flags.require("topic"), flags.require("group"), journals,
         flags.require("host"), port, seeds, flags.get("outbox-topic"), management);
     MeterRegistry meters = FencepostMeters.get(node.system()).registry();
     if (flags.isSet("read-model")) {
-      node.startReadModel(journal, flags.require("topic"), flags.require("group"));
+      node.startReadModel(journals, flags.require("topic"), flags.require("group"));
     }
     // A supervisor or a test may wait for the node to be a cluster member (consuming does not): one
     // line each time it becomes one, again after the cluster downed it and a new membership joined.
