@@ -30,6 +30,9 @@ import io.fencepost.jdbc.internal.JournalIdentities.Identity;
  */
 public final class JournalDatabases {
 
+  /** The deployment name of a single database that never recorded one ({@link #asRecorded}). */
+  private static final String UNRECORDED = "unrecorded";
+
   private final String deployment;
   private final List<JournalDatabase> databases;
 
@@ -58,6 +61,33 @@ public final class JournalDatabases {
    */
   public static JournalDatabases of(String deployment, List<JournalDatabase> databases) {
     return new JournalDatabases(deployment, databases);
+  }
+
+  /**
+   * The deployment whose databases these are, as they record it, for tools that read or repair
+   * histories next to a running deployment ({@code verify}, {@code offsets reset}): nothing is
+   * written. Throws {@link IllegalStateException}, naming each database and what it says, unless
+   * database {@code i} records that it is database {@code i} of this many of one deployment (a single
+   * database may record nothing: it was never one of several).
+   */
+  public static JournalDatabases asRecorded(List<JournalDatabase> databases) {
+    JournalDatabases unnamed = new JournalDatabases(UNRECORDED, databases);
+    List<Optional<Identity>> found = new ArrayList<>();
+    for (JournalDatabase db : unnamed.databases) {
+      found.add(onEach(db, "read", JournalIdentities::readIfRecorded));
+    }
+    if (databases.size() == 1 && found.get(0).isEmpty()) {
+      return unnamed;
+    }
+    String deployment = found.get(0).map(Identity::deployment).orElse(UNRECORDED);
+    JournalDatabases named = new JournalDatabases(deployment, databases);
+    boolean matches = IntStream.range(0, databases.size())
+        .allMatch(i -> found.get(i).isPresent() && found.get(i).get().equals(named.expected(i)));
+    if (!matches) {
+      throw named.mismatch(found, "the list is not the one the deployment's histories were written with "
+          + "(reordered, a database missing or added, or another deployment's)");
+    }
+    return named;
   }
 
   /** A deployment with one journal database: every partition's history is in it. */

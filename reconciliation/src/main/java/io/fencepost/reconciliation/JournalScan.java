@@ -13,6 +13,7 @@ import java.util.function.Function;
 import io.fencepost.AppliedBatch;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
 import org.apache.pekko.persistence.query.PersistenceQuery;
@@ -43,15 +44,34 @@ final class JournalScan {
    * Reads every partition's journal; counts applied keys into {@code keys}: the stored digests when
    * {@code journaledKeys}, else the keys {@code effectKeys} reads from the events.
    */
-  void read(JournalDatabase journal, ClassLoader classLoader, String group, String topic, boolean journaledKeys,
+  void read(JournalDatabases journals, ClassLoader classLoader, String group, String topic, boolean journaledKeys,
       Function<Object, Optional<String>> effectKeys, KeyTally keys) {
+    for (JournalDatabase journal : journals.databases()) {
+      read(journals, journal, classLoader, group, topic, journaledKeys, effectKeys, keys);
+    }
+    for (TreeMap<Long, Integer> deltas : coverage) {
+      int running = 0;
+      for (Map.Entry<Long, Integer> e : deltas.entrySet()) {
+        running += e.getValue();
+        e.setValue(running);   // from this offset on, covered this many times
+      }
+    }
+  }
+
+  /** Reads the partitions whose histories live in {@code journal}. */
+  private void read(JournalDatabases journals, JournalDatabase journal, ClassLoader classLoader, String group,
+      String topic, boolean journaledKeys, Function<Object, Optional<String>> effectKeys, KeyTally keys) {
     ActorSystem<Void> reader = journal.localSystem("fencepost-reconciliation", classLoader);
     try {
       JdbcReadJournal read = PersistenceQuery.get(reader)
           .getReadJournalFor(JdbcReadJournal.class, journal.readJournalPluginId());
       for (int p = 0; p < coverage.size(); p++) {
         int partition = p;
-        String pid = new PartitionId(group, topic, p).persistenceId();
+        PartitionId id = new PartitionId(group, topic, p);
+        if (journals.databaseOf(id) != journal) {
+          continue;
+        }
+        String pid = id.persistenceId();
         read.currentEventsByPersistenceId(pid, 0, Long.MAX_VALUE)
             .runForeach(env -> AppliedBatch.from(env.event()).ifPresent(batch -> {
               droppedByKey += batch.droppedByKey();
@@ -81,13 +101,6 @@ final class JournalScan {
         reader.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
       } catch (Exception ignored) {
         // best effort
-      }
-    }
-    for (TreeMap<Long, Integer> deltas : coverage) {
-      int running = 0;
-      for (Map.Entry<Long, Integer> e : deltas.entrySet()) {
-        running += e.getValue();
-        e.setValue(running);   // from this offset on, covered this many times
       }
     }
   }

@@ -12,6 +12,7 @@ import java.util.TreeMap;
 import java.util.function.Function;
 
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -44,7 +45,7 @@ public final class Reconciliation {
   private final String bootstrap;
   private final String topic;
   private final String group;
-  private final JournalDatabase journal;
+  private final List<JournalDatabase> journals;
   private Function<ConsumerRecord<byte[], byte[]>, Optional<String>> inputKeys = r -> Optional.empty();
   private Function<Object, Optional<String>> effectKeys = e -> Optional.empty();
   private Duration bucket = Duration.ofMinutes(1);
@@ -53,16 +54,29 @@ public final class Reconciliation {
   private ClassLoader classLoader = Reconciliation.class.getClassLoader();
   private Map<String, String> kafkaClients = Map.of();
 
-  private Reconciliation(String bootstrap, String topic, String group, JournalDatabase journal) {
+  private Reconciliation(String bootstrap, String topic, String group, List<JournalDatabase> journals) {
     this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
     this.topic = Objects.requireNonNull(topic, "topic");
     this.group = Objects.requireNonNull(group, "group");
-    this.journal = Objects.requireNonNull(journal, "journal");
+    this.journals = List.copyOf(journals);
   }
 
   /** Reconciles topic {@code topic} against the journal of consumer group {@code group}. */
   public static Reconciliation of(String bootstrap, String topic, String group, JournalDatabase journal) {
-    return new Reconciliation(bootstrap, topic, group, journal);
+    return of(bootstrap, topic, group, List.of(journal));
+  }
+
+  /**
+   * Reconciles topic {@code topic} against the journal of consumer group {@code group}, spread over
+   * {@code journals} (a deployment's databases, in order: each partition's history is read from the
+   * database it lives in; {@link #run} refuses a list the databases contradict,
+   * {@link JournalDatabases#asRecorded}).
+   */
+  public static Reconciliation of(String bootstrap, String topic, String group, List<JournalDatabase> journals) {
+    if (journals.isEmpty()) {
+      throw new IllegalArgumentException("at least one journal database");
+    }
+    return new Reconciliation(bootstrap, topic, group, journals);
   }
 
   /** How to read a record's business key (empty: the record's own topic-partition-offset). */
@@ -129,7 +143,7 @@ public final class Reconciliation {
   public ReconciliationReport run() {
     KeyTally keys = new KeyTally();
     JournalScan journalScan = new JournalScan(partitionCount());
-    journalScan.read(journal, classLoader, group, topic, journaledKeys, effectKeys, keys);
+    journalScan.read(JournalDatabases.asRecorded(journals), classLoader, group, topic, journaledKeys, effectKeys, keys);
     TopicScan topicScan = new TopicScan();
     topicScan.read(consumerProperties(), topic, bucket, inputKeys, sequenceHeader, journaledKeys, journalScan, keys);
     long records = topicScan.records();

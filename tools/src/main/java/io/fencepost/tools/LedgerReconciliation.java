@@ -2,6 +2,7 @@ package io.fencepost.tools;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.BiConsumer;
 
@@ -38,8 +39,13 @@ final class LedgerReconciliation {
   }
 
   static Reconciliation of(String bootstrap, String topic, String group, JournalDatabase journal) {
+    return of(bootstrap, topic, group, List.of(journal));
+  }
+
+  /** The ledger's reconciliation over its journal databases, in order. */
+  static Reconciliation of(String bootstrap, String topic, String group, List<JournalDatabase> journals) {
     PaymentJson json = new PaymentJson();
-    return Reconciliation.of(bootstrap, topic, group, journal)
+    return Reconciliation.of(bootstrap, topic, group, journals)
         .inputKeys(r -> {
           Header h = r.headers().lastHeader("idempotency-key");
           if (h != null) {

@@ -9,6 +9,7 @@ import io.fencepost.OffsetReset;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.common.TopicPartition;
@@ -30,17 +31,14 @@ final class OffsetsCommand implements Main.Command {
       throw new Flags.UsageError("offsets: unknown subcommand [" + (args.length == 0 ? "" : args[0])
           + "]; accepted: reset");
     }
-    Flags flags = new Flags("offsets reset")
+    Flags flags = ToolInputs.journalFlags(new Flags("offsets reset"), "journal database (jdbc:postgresql:... or "
+        + "jdbc:h2:...); required: a reset never guesses its journal")
         .value("group", "id", "FENCEPOST_GROUP", "ledger", "consumer group of the pipeline")
         .value("topic", "name", "FENCEPOST_TOPIC", "payments", "input topic")
         .value("partition", "n", null, null, "the partition to reset")
         .value("to", "earliest|latest|offset", null, null,
             "the new stored next offset: the log's start or end now (needs --bootstrap), or a number")
         .value("bootstrap", "host:port", "FENCEPOST_BOOTSTRAP", null, "Kafka bootstrap servers (for earliest/latest)")
-        .value("jdbc-url", "url", "FENCEPOST_JDBC_URL", null,
-            "journal database (jdbc:postgresql:... or jdbc:h2:...); required: a reset never guesses its journal")
-        .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
-        .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
         .value("classpath", "jars", "FENCEPOST_CLASSPATH", null,
             "the service's jars or class directories (its events and state are read to recover the partition)");
     if (!flags.parse(Arrays.copyOfRange(args, 1, args.length))) {
@@ -49,8 +47,8 @@ final class OffsetsCommand implements Main.Command {
     PartitionId partition = new PartitionId(flags.require("group"), flags.require("topic"),
         flags.intValue("partition", 0, Integer.MAX_VALUE));
     long to = target(flags, partition);
-    JournalDatabase journal = JournalDatabase.of(flags.require("jdbc-url"), flags.require("jdbc-user"),
-        flags.require("jdbc-password"));
+    // Of several databases, the one that holds the partition's history (as the databases record it).
+    JournalDatabase journal = JournalDatabases.asRecorded(ToolInputs.journals(flags)).databaseOf(partition);
     ActorSystem<Void> system = journal.localSystem("fencepost-offsets",
         ToolInputs.classLoader(flags.get("classpath")));
     try {

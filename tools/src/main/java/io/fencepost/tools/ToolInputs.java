@@ -15,6 +15,8 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
 
+import io.fencepost.jdbc.JournalDatabase;
+
 
 /**
  * What the tools take from a service: its classes (a class loader over {@code --classpath}) and its
@@ -24,6 +26,26 @@ import java.util.TreeMap;
 final class ToolInputs {
 
   private ToolInputs() {
+  }
+
+  /** Declares {@code --jdbc-url} (once per journal database, in order), {@code --jdbc-user} and {@code --jdbc-password}. */
+  static Flags journalFlags(Flags flags, String urlHelp) {
+    return flags
+        .repeatable("jdbc-url", "url", "FENCEPOST_JDBC_URL", null, urlHelp + "; a deployment on several journal "
+            + "databases gives one --jdbc-url each, in the order it first used them (checked against what each "
+            + "database records)")
+        .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
+        .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password");
+  }
+
+  /** The journal databases {@link #journalFlags} name; a usage error when none. */
+  static List<JournalDatabase> journals(Flags flags) {
+    List<String> urls = flags.all("jdbc-url");
+    if (urls.isEmpty()) {
+      flags.require("jdbc-url");
+    }
+    return urls.stream().map(url -> JournalDatabase.of(url, flags.require("jdbc-user"), flags.require("jdbc-password")))
+        .toList();
   }
 
   /**

@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
 
@@ -27,13 +28,10 @@ final class VerifyCommand implements Main.Command {
 
   @Override
   public int run(String[] args) {
-    Flags flags = new Flags("verify")
+    Flags flags = ToolInputs.journalFlags(new Flags("verify")
         .value("bootstrap", "host:port", "FENCEPOST_BOOTSTRAP", null, "Kafka bootstrap servers")
         .value("topic", "name", "FENCEPOST_TOPIC", "payments", "input topic")
-        .value("group", "id", "FENCEPOST_GROUP", "ledger", "the pipeline's consumer group")
-        .value("jdbc-url", "url", "FENCEPOST_JDBC_URL", null, "journal database")
-        .value("jdbc-user", "user", "FENCEPOST_JDBC_USER", "postgres", "journal database user")
-        .value("jdbc-password", "password", "FENCEPOST_JDBC_PASSWORD", "", "journal database password")
+        .value("group", "id", "FENCEPOST_GROUP", "ledger", "the pipeline's consumer group"), "journal database")
         .value("bucket-seconds", "n", null, "60", "width of the report's time buckets")
         .value("business-key", "how", "FENCEPOST_BUSINESS_KEY", "ledger",
             "the pipeline's business key: ledger (the example: idempotency-key header, else the payment id), "
@@ -52,8 +50,7 @@ final class VerifyCommand implements Main.Command {
     if (!flags.parse(args)) {
       return 0;
     }
-    JournalDatabase db = JournalDatabase.of(flags.require("jdbc-url"), flags.require("jdbc-user"),
-        flags.require("jdbc-password"));
+    List<JournalDatabase> db = ToolInputs.journals(flags);
     String how = flags.require("business-key");
     ClassLoader classLoader = ToolInputs.classLoader(flags.get("classpath"));
     Reconciliation reconciliation;

@@ -37,6 +37,11 @@ public final class JournalIdentities {
     return readRow(c);
   }
 
+  /** What the database records, without creating anything; empty when nothing. */
+  public static Optional<Identity> readIfRecorded(Connection c) throws SQLException {
+    return SqlScripts.tableExists(c, TABLE) ? readRow(c) : Optional.empty();
+  }
+
   /**
    * Records {@code identity}, unless another node recorded one first: returns what the database
    * records afterwards (the caller compares it with what it expected).
