@@ -476,7 +476,7 @@ class KafkaPipelineIT {
         s = s.withOutbox(s.outbox().withEnabled(true).withStorePositionEvery(Duration.ofMillis(100)));
         KafkaPipeline.create(system, Forwarder::new, new PaymentDeserializer(), s).start();
         produceTo(broker, in, 2, 300, "run" + run + "-");
-        awaitStableEnd(out, 300L * (run + 1), Duration.ofSeconds(90));
+        awaitStableEnd(broker, out, 300L * (run + 1), Duration.ofSeconds(90));
       } finally {
         system.terminate();   // graceful: the pipeline drains, the relays store their positions
         system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
@@ -508,7 +508,7 @@ class KafkaPipelineIT {
   }
 
   /** Waits until the topic's end offsets sum to at least {@code expected} and stay there 3 s; asserts exactly it. */
-  private static void awaitStableEnd(String topic, long expected, Duration timeout) throws Exception {
+  static void awaitStableEnd(KafkaBroker broker, String topic, long expected, Duration timeout) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();
     long stableSince = 0;
     long last = -1;

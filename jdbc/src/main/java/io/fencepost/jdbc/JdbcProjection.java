@@ -19,6 +19,7 @@ import java.util.function.Supplier;
 import io.fencepost.AppliedBatch;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.internal.JournalIds;
+import io.fencepost.jdbc.internal.ProjectionTables;
 import io.fencepost.errors.JournalGapException;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
@@ -152,8 +153,7 @@ public final class JdbcProjection implements AutoCloseable {
   /** Creates the positions table if it is missing. */
   public JdbcProjection installSchema() {
     try (Connection c = db.connect(); Statement st = c.createStatement()) {
-      st.execute("CREATE TABLE IF NOT EXISTS fencepost_projection_offsets (projection varchar(255) NOT NULL, "
-          + "persistence_id varchar(255) NOT NULL, seq bigint NOT NULL, PRIMARY KEY (projection, persistence_id))");
+      st.execute(ProjectionTables.CREATE_OFFSETS);
     } catch (SQLException e) {
       throw new IllegalStateException("cannot create fencepost_projection_offsets on " + db.jdbcUrl() + ": "
           + e.getMessage(), e);

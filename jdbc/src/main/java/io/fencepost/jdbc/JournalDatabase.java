@@ -12,6 +12,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigObject;
 import com.typesafe.config.ConfigValueFactory;
+import io.fencepost.jdbc.internal.DatabaseDurableStateStoreProvider;
 import io.fencepost.jdbc.internal.SqlScripts;
 import org.apache.pekko.actor.BootstrapSetup;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -180,7 +181,9 @@ public final class JournalDatabase {
           .withValue(readJournalPluginId(), copy(reference, "jdbc-read-journal")
               // the read journal finds its event adapters through the journal it reads
               .withValue("write-plugin", ConfigValueFactory.fromAnyRef(journalPluginId())))
-          .withValue(durableStatePluginId(), copy(reference, "jdbc-durable-state-store"));
+          .withValue(durableStatePluginId(), copy(reference, "jdbc-durable-state-store")
+              // pekko-persistence-jdbc's own provider reads the root jdbc-durable-state-store block
+              .withValue("class", ConfigValueFactory.fromAnyRef(DatabaseDurableStateStoreProvider.class.getName())));
     }
     // After an outage, try the database again within seconds: Pekko's defaults keep the journal's
     // breaker open 30 s and the snapshot store's 60 s (recovery reads snapshots first).

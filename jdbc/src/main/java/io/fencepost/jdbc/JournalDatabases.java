@@ -11,10 +11,11 @@ import java.util.stream.IntStream;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.internal.JournalIdentities;
-import io.fencepost.jdbc.internal.JournalIdentities.Identity;
+import io.fencepost.jdbc.internal.JournalIdentities.Recorded;
 
 /**
  * The journal databases of one deployment, in a fixed order. Each partition's history (its journal and
@@ -72,20 +73,25 @@ public final class JournalDatabases {
    */
   public static JournalDatabases asRecorded(List<JournalDatabase> databases) {
     JournalDatabases unnamed = new JournalDatabases(UNRECORDED, databases);
-    List<Optional<Identity>> found = new ArrayList<>();
+    List<Optional<Recorded>> found = new ArrayList<>();
     for (JournalDatabase db : unnamed.databases) {
       found.add(onEach(db, "read", JournalIdentities::readIfRecorded));
     }
     if (databases.size() == 1 && found.get(0).isEmpty()) {
       return unnamed;
     }
-    String deployment = found.get(0).map(Identity::deployment).orElse(UNRECORDED);
+    String deployment = found.get(0).map(r -> r.identity().deployment()).orElse(UNRECORDED);
     JournalDatabases named = new JournalDatabases(deployment, databases);
-    boolean matches = IntStream.range(0, databases.size())
-        .allMatch(i -> found.get(i).isPresent() && found.get(i).get().equals(named.expected(i)));
+    named.refuseWhileMoving(found);
+    boolean matches = IntStream.range(0, databases.size()).allMatch(i -> named.matches(found.get(i), i));
     if (!matches) {
       throw named.mismatch(found, "the list is not the one the deployment's histories were written with "
           + "(reordered, a database missing or added, or another deployment's)");
+    }
+    String registered = found.get(0).get().members();
+    if (!registered.isEmpty() && !registered.equals(members(found))) {
+      throw named.mismatch(found, "database 0 lists other databases as the deployment's (one of these is a copy, "
+          + "or another database claimed its place)");
     }
     return named;
   }
@@ -168,33 +174,76 @@ public final class JournalDatabases {
    * another count or of another deployment, or records nothing while the deployment has a history.
    */
   public void verifyIdentities() {
-    List<Optional<Identity>> found = new ArrayList<>();
+    List<Optional<Recorded>> found = new ArrayList<>();
     for (JournalDatabase db : databases) {
       found.add(onEach(db, "read", JournalIdentities::read));
     }
+    refuseWhileMoving(found);
     // Nothing is recorded on a refused start: a wrong list must leave no trace.
     boolean contradicted = IntStream.range(0, databases.size())
-        .anyMatch(i -> found.get(i).isPresent() && !found.get(i).get().equals(expected(i)));
+        .anyMatch(i -> found.get(i).isPresent() && !matches(found.get(i), i));
     if (contradicted) {
       throw mismatch(found, "the configured list is not the one the deployment's histories were written with "
           + "(reordered, a database missing or added, or another deployment's)");
     }
+    List<Integer> claimedHere = new ArrayList<>();
+    List<String> claimedMembers = new ArrayList<>();
     if (found.stream().anyMatch(Optional::isEmpty)) {
       if (databases.size() > 1 && databases.stream()
           .anyMatch(db -> onEach(db, "read", JournalIdentities::holdsJournalEntries))) {
         throw mismatch(found, "a database records no identity while the deployment already has journal entries "
             + "(a database replaced by an empty one, or added without moving histories into it)");
       }
+      // In order, stopping at the first place another node took with another list.
       for (int i = 0; i < databases.size(); i++) {
         if (found.get(i).isEmpty()) {
-          Identity wanted = expected(i);
-          found.set(i, Optional.of(onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted))));
+          JournalIdentity wanted = expected(i);
+          Recorded now = onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted));
+          found.set(i, Optional.of(now));
+          claimedHere.add(i);
+          claimedMembers.add(now.member());
+          if (!matches(found.get(i), i)) {
+            release(claimedHere, claimedMembers);
+            throw mismatch(found, "another node recorded other identities at the same time, with another list");
+          }
         }
       }
-      boolean claimed = IntStream.range(0, databases.size()).allMatch(i -> found.get(i).get().equals(expected(i)));
-      if (!claimed) {
-        throw mismatch(found, "another node recorded other identities at the same time, with another list");
-      }
+    }
+    // Database 0 lists every database's member id: two lists that share database 0 cannot both pass.
+    String listed = members(found);
+    String registered = onEach(databases.get(0), "record", c -> JournalIdentities.register(c, listed));
+    if (!registered.equals(listed)) {
+      release(claimedHere, claimedMembers);
+      throw mismatch(found, "database 0 lists other databases as the deployment's (another node started at the "
+          + "same time with another list, or one of these databases is a copy or claimed another's place)");
+    }
+  }
+
+  /** Undoes this call's claims (of databases that hold no history). */
+  private void release(List<Integer> indexes, List<String> members) {
+    for (int k = 0; k < indexes.size(); k++) {
+      String member = members.get(k);
+      onEach(databases.get(indexes.get(k)), "release", c -> {
+        JournalIdentities.release(c, member);
+        return null;
+      });
+    }
+  }
+
+  private boolean matches(Optional<Recorded> recorded, int index) {
+    return recorded.isPresent() && recorded.get().identity().equals(expected(index));
+  }
+
+  private static String members(List<Optional<Recorded>> found) {
+    return found.stream().map(r -> r.map(Recorded::member).orElse("?")).collect(Collectors.joining(","));
+  }
+
+  /** Refuses any list while a move of histories is unfinished: no partition's home is certain then. */
+  private void refuseWhileMoving(List<Optional<Recorded>> found) {
+    if (found.stream().anyMatch(r -> r.isPresent() && r.get().identity().moving())) {
+      throw mismatch(found, "a move of the deployment's histories began and has not finished (was it "
+          + "interrupted?); run the same `fencepost journal move` again to finish it, then start the nodes with the "
+          + "new list");
     }
   }
 
@@ -213,14 +262,13 @@ public final class JournalDatabases {
     T apply(Connection c) throws SQLException;
   }
 
-  private Identity expected(int index) {
-    return new Identity(deployment, index, databases.size());
+  private JournalIdentity expected(int index) {
+    return new JournalIdentity(deployment, index, databases.size());
   }
 
-  private IllegalStateException mismatch(List<Optional<Identity>> found, String why) {
+  private IllegalStateException mismatch(List<Optional<Recorded>> found, String why) {
     String each = IntStream.range(0, databases.size()).mapToObj(i -> "database " + i + " of " + databases.size()
-        + " (" + databases.get(i).jdbcUrl() + ") " + found.get(i).map(id -> "says it is database " + id.index()
-        + " of " + id.count() + " of deployment [" + id.deployment() + "]").orElse("records no identity"))
+        + " (" + databases.get(i).jdbcUrl() + ") " + found.get(i).map(Recorded::toString).orElse("records no identity"))
         .collect(Collectors.joining("; "));
     return new IllegalStateException("[" + deployment + "] journal databases refused: " + why + ": " + each
         + ". List the databases in the order the deployment first used them; databases are added only by moving "

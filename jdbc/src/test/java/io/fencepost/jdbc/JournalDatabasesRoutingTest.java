@@ -22,6 +22,8 @@ import io.fencepost.PartitionId;
 import io.fencepost.errors.SettingsException;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.persistence.state.DurableStateStoreRegistry;
+import org.apache.pekko.persistence.state.javadsl.DurableStateUpdateStore;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -68,6 +70,16 @@ class JournalDatabasesRoutingTest {
       }
       assertEquals(List.of(4L, 4L), List.of(count(dbs.databases().get(0)), count(dbs.databases().get(1))),
           "partitions 0..7 of ledger|payments alternate between the databases");
+      // durable state (the outbox relays' positions) in each database's own store
+      for (int i = 0; i < 2; i++) {
+        DurableStateUpdateStore<Object> store = DurableStateStoreRegistry.get(system.classicSystem())
+            .getDurableStateStoreFor(DurableStateUpdateStore.class, dbs.databases().get(i).durableStatePluginId());
+        store.upsertObject("position-" + i, 1, (Object) (long) (40 + i), "").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        assertEquals(java.util.Optional.of(40L + i), store.getObject("position-" + i).toCompletableFuture()
+            .get(30, TimeUnit.SECONDS).value());
+        assertEquals(1, stateRows(dbs.databases().get(i), "position-" + i), "position " + i + " in database " + i);
+        assertEquals(0, stateRows(dbs.databases().get(1 - i), "position-" + i), "position " + i + " elsewhere");
+      }
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -98,6 +110,17 @@ class JournalDatabasesRoutingTest {
     try (Connection c = db.connect(); PreparedStatement st = c.prepareStatement(
         "SELECT count(*) FROM event_journal WHERE persistence_id = ?")) {
       st.setString(1, id.persistenceId());
+      try (ResultSet rs = st.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  private static long stateRows(JournalDatabase db, String id) throws SQLException {
+    try (Connection c = db.connect(); PreparedStatement st = c.prepareStatement(
+        "SELECT count(*) FROM durable_state WHERE persistence_id = ?")) {
+      st.setString(1, id);
       try (ResultSet rs = st.executeQuery()) {
         rs.next();
         return rs.getLong(1);

@@ -15,9 +15,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.internal.JournalIdentities;
-import io.fencepost.jdbc.internal.JournalIdentities.Identity;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,7 +31,9 @@ class JournalDatabasesTest {
   private static final AtomicInteger NAMES = new AtomicInteger();
 
   private static JournalDatabase fresh() {
-    return JournalDatabase.h2Memory("identity-" + NAMES.incrementAndGet());
+    JournalDatabase db = JournalDatabase.h2Memory("identity-" + NAMES.incrementAndGet());
+    db.installSchema();
+    return db;
   }
 
   private static String refusal(JournalDatabases dbs) {
@@ -43,8 +45,8 @@ class JournalDatabasesTest {
     JournalDatabase a = fresh();
     JournalDatabase b = fresh();
     JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
-    assertEquals(Optional.of(new Identity("ledger", 0, 2)), identity(a));
-    assertEquals(Optional.of(new Identity("ledger", 1, 2)), identity(b));
+    assertEquals(Optional.of(new JournalIdentity("ledger", 0, 2)), identity(a));
+    assertEquals(Optional.of(new JournalIdentity("ledger", 1, 2)), identity(b));
     JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
   }
 
@@ -97,8 +99,6 @@ class JournalDatabasesTest {
   void anEmptyDatabaseInPlaceOfOneWithHistoryIsRefused() throws SQLException {
     JournalDatabase a = fresh();
     JournalDatabase b = fresh();
-    a.installSchema();
-    b.installSchema();
     JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
     journalEntry(a);
     JournalDatabase emptyB = fresh();
@@ -113,10 +113,9 @@ class JournalDatabasesTest {
   @Test
   void aSingleDatabaseWithHistoryButNoIdentityIsRecorded() throws SQLException {
     JournalDatabase a = fresh();
-    a.installSchema();
     journalEntry(a);
     JournalDatabases.single("ledger", a).verifyIdentities();
-    assertEquals(Optional.of(new Identity("ledger", 0, 1)), identity(a));
+    assertEquals(Optional.of(new JournalIdentity("ledger", 0, 1)), identity(a));
   }
 
   @Test
@@ -134,7 +133,32 @@ class JournalDatabasesTest {
     } finally {
       pool.shutdownNow();
     }
-    assertEquals(Optional.of(new Identity("ledger", 1, 2)), identity(b));
+    assertEquals(Optional.of(new JournalIdentity("ledger", 1, 2)), identity(b));
+  }
+
+  @Test
+  void twoListsSharingDatabaseZeroCannotBothPassAndTheRefusedOneLeavesNoClaim() throws SQLException {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabase c = fresh();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    String why = refusal(JournalDatabases.of("ledger", List.of(a, c)));
+    assertEquals(true, why.contains("database 0 lists other databases as the deployment's"), why);
+    assertEquals(Optional.empty(), identity(c), "the refused list's claim of c was undone");
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+  }
+
+  @Test
+  void eachDatabaseRepeatsItsIdentityInItsJournal() throws SQLException {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    try (Connection c = b.connect(); Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery("SELECT event_payload FROM event_journal WHERE persistence_id = '"
+            + JournalIdentities.JOURNAL_ID + "'")) {
+      assertEquals(true, rs.next());
+      assertEquals(Optional.of(new JournalIdentity("ledger", 1, 2)), JournalIdentity.fromBytes(rs.getBytes(1)));
+    }
   }
 
   /** The mapping is part of the data: these values must never change. */
@@ -162,9 +186,9 @@ class JournalDatabasesTest {
             .getMessage());
   }
 
-  private static Optional<Identity> identity(JournalDatabase db) {
+  private static Optional<JournalIdentity> identity(JournalDatabase db) {
     try (Connection c = db.connect()) {
-      return JournalIdentities.read(c);
+      return JournalIdentities.read(c).map(JournalIdentities.Recorded::identity);
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }

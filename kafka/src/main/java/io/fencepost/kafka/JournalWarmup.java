@@ -3,6 +3,7 @@ package io.fencepost.kafka;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -10,6 +11,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
 
+import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionActorSettings;
 
 import org.apache.pekko.Done;
@@ -27,12 +29,18 @@ import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
 import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 
 /**
- * Starts the partition actors' journal and snapshot plugins (those of every journal database) before the consumer joins its group, by
- * recovering an empty persistence id through them: the first partition assigned to this node then
- * does not pay for the plugins' start (connection pool, first queries), and a journal that cannot
- * start fails the pipeline's start, loudly, instead of leaving assigned partitions paused. (A plugin
- * whose start is cut short, e.g. by a process paused for longer than
- * {@code pekko.actor.creation-timeout}, stays dead for the life of the actor system.)
+ * Starts the partition actors' journal and snapshot plugins (those of every journal database) before
+ * the consumer joins its group, by recovering the database's identity ({@link JournalIdentity})
+ * through them: the first partition assigned to this node then does not pay for the plugins' start
+ * (connection pool, first queries), and a journal that cannot start fails the pipeline's start,
+ * loudly, instead of leaving assigned partitions paused. (A plugin whose start is cut short, e.g. by a
+ * process paused for longer than {@code pekko.actor.creation-timeout}, stays dead for the life of the
+ * actor system.)
+ *
+ * <p>The identity read through plugin {@code i} must say database {@code i} of
+ * {@code journal-databases}: a plugin pointed at another database than the list that was verified, or
+ * a count that another configuration layer changed, would send partitions to databases without their
+ * histories. A lone database may record no identity (it was never one of several).
  */
 final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
 
@@ -40,12 +48,13 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
 
   private final String journalPluginId;
   private final String snapshotPluginId;
-  private final CompletableFuture<Done> recovered;
+  private final CompletableFuture<Optional<JournalIdentity>> recovered;
   private final ActorRef<Object> self;
+  private Optional<JournalIdentity> identity = Optional.empty();
 
-  private JournalWarmup(String pipeline, String journalPluginId, String snapshotPluginId,
-      CompletableFuture<Done> recovered, ActorRef<Object> self) {
-    super(PersistenceId.ofUniqueId("fencepost-warmup|" + pipeline));
+  private JournalWarmup(String journalPluginId, String snapshotPluginId,
+      CompletableFuture<Optional<JournalIdentity>> recovered, ActorRef<Object> self) {
+    super(PersistenceId.ofUniqueId(JournalIdentity.PERSISTENCE_ID));
     this.journalPluginId = journalPluginId;
     this.snapshotPluginId = snapshotPluginId;
     this.recovered = recovered;
@@ -58,13 +67,13 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
    */
   static void await(ActorSystem<?> system, PipelineSettings settings, Duration timeout) {
     PartitionActorSettings actor = settings.partitionActor();
-    List<CompletableFuture<Done>> recoveries = new ArrayList<>();
+    List<CompletableFuture<Optional<JournalIdentity>>> recoveries = new ArrayList<>();
     for (int i = 0; i < actor.journalDatabases(); i++) {
-      CompletableFuture<Done> recovered = new CompletableFuture<>();
+      CompletableFuture<Optional<JournalIdentity>> recovered = new CompletableFuture<>();
       String journal = actor.journalPluginId(i);
       String snapshots = actor.snapshotPluginId(i);
-      Behavior<Object> warmup = Behaviors.setup(ctx -> new JournalWarmup(settings.name(), journal, snapshots,
-          recovered, ctx.getSelf()));
+      Behavior<Object> warmup = Behaviors.setup(ctx -> new JournalWarmup(journal, snapshots, recovered,
+          ctx.getSelf()));
       system.systemActorOf(warmup, "fencepost-warmup-" + RUNS.incrementAndGet(), Props.empty());
       recoveries.add(recovered);
     }
@@ -73,7 +82,9 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
     for (int i = 0; i < recoveries.size(); i++) {
       String journal = journals.get(i);
       try {
-        recoveries.get(i).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        Optional<JournalIdentity> id = recoveries.get(i).get(Math.max(0, deadline - System.nanoTime()),
+            TimeUnit.NANOSECONDS);
+        checkIdentity(settings, i, journal, id, recoveries.get(0).getNow(Optional.empty()));
       } catch (TimeoutException e) {
         throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] did not answer a "
             + "recovery within " + timeout + " (ask-timeout): check that its database is reachable and its schema "
@@ -87,6 +98,37 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
         throw new IllegalStateException("interrupted while the journal started", e);
       }
     }
+  }
+
+  /**
+   * Refuses a plugin whose database says it is another place than the one the pipeline would use it
+   * as, or another deployment's than database 0's.
+   */
+  private static void checkIdentity(PipelineSettings settings, int index, String journal, Optional<JournalIdentity> id,
+      Optional<JournalIdentity> first) {
+    int count = settings.partitionActor().journalDatabases();
+    String why;
+    if (id.isEmpty()) {
+      if (count == 1) {
+        return;
+      }
+      why = "records no identity in its journal";
+    } else if (id.get().moving()) {
+      why = id.get() + ": a move of the deployment's histories has not finished (run the same fencepost journal "
+          + "move again)";
+    } else if (id.get().index() != index || id.get().count() != count) {
+      why = id.get().toString();
+    } else if (first.isPresent() && !first.get().deployment().equals(id.get().deployment())) {
+      why = id.get() + ", while database 0 is deployment [" + first.get().deployment() + "]'s";
+    } else {
+      return;
+    }
+    throw new IllegalStateException("[" + settings.name() + "] refused to start: the journal [" + journal
+        + "] the pipeline would use as database " + index + " of " + count + " (partition-actor.journal-databases) "
+        + why + ". Partitions would recover from a database without their histories. Configure the journal with "
+        + "JournalDatabases.pekkoConfig() over the deployment's databases in order, and let no other layer "
+        + "(application.conf, -D, the pipeline's own partition-actor block) change journal-databases or the plugin "
+        + "ids; nothing was consumed");
   }
 
   /** The journal plugins' ids the partition actors use, one per journal database. */
@@ -132,14 +174,17 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
 
   @Override
   public EventHandler<Object, Object> eventHandler() {
-    return newEventHandlerBuilder().forAnyState().onAnyEvent((state, event) -> state);
+    return newEventHandlerBuilder().forAnyState().onAnyEvent((state, event) -> {
+      identity = JournalIdentity.fromBytes(event);
+      return state;
+    });
   }
 
   @Override
   public SignalHandler<Object> signalHandler() {
     return newSignalHandlerBuilder()
         .onSignal(RecoveryCompleted.instance(), state -> {
-          recovered.complete(Done.getInstance());
+          recovered.complete(identity);
           self.tell(Done.getInstance());   // done: stop
         })
         .onSignal(RecoveryFailed.class, (state, failed) -> recovered.completeExceptionally(failed.getFailure()))

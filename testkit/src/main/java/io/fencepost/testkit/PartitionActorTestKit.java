@@ -113,7 +113,8 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
     Config config = ConfigFactory.parseString("pekko.actor.provider = local\n"
             + "pekko.coordinated-shutdown.exit-jvm = off\n"
             + "fencepost.partition-actor.journal-plugin-id = \"\"\n"
-            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n")
+            + "fencepost.partition-actor.snapshot-plugin-id = \"\"\n"
+            + "fencepost.partition-actor.journal-databases = 1\n")
         .withFallback(PersistenceTestKitPlugin.getInstance().config())
         .withFallback(PersistenceTestKitSnapshotPlugin.config())
         .withFallback(ConfigFactory.load());
@@ -169,7 +170,7 @@ public final class PartitionActorTestKit<V, S, E> implements AutoCloseable {
         // The pipeline's own journal or snapshot plugin, if it names one, is replaced by the kit's in-memory ones.
         config -> PipelineSettings.create(ConfigFactory.parseString(
                 "fencepost.pipelines.\"" + pipelineName + "\".partition-actor { journal-plugin-id = \"\", "
-                    + "snapshot-plugin-id = \"\" }").withFallback(config), pipelineName).partitionActor(),
+                    + "snapshot-plugin-id = \"\", journal-databases = 1 }").withFallback(config), pipelineName).partitionActor(),
         pipeline.handlerRetry().maxAttempts());
   }
 

@@ -7,12 +7,20 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
 import java.util.Optional;
+import java.util.UUID;
 
+import io.fencepost.JournalIdentity;
 import io.fencepost.annotation.InternalApi;
 
 /**
- * INTERNAL API: the identity each journal database records, one row in
- * {@code fencepost_journal_identity}: which database of which deployment it is.
+ * INTERNAL API: the identity each journal database records: which database of which deployment it is.
+ *
+ * <p>Twice: a row in {@code fencepost_journal_identity}, which the list a node is given is checked
+ * against before it starts, and an entry of persistence id {@value #JOURNAL_ID} in the journal
+ * itself, which each pipeline reads back through the journal plugin it will write with (so a plugin
+ * pointed at another database than the list says, or a partition count that differs from the list's,
+ * is caught where it matters). Each database also has a random member id, and database 0 records the
+ * member ids of all: two nodes given different databases at once cannot both pass.
  */
 @InternalApi
 public final class JournalIdentities {
@@ -21,71 +29,179 @@ public final class JournalIdentities {
   public static final int MAX_DEPLOYMENT_LENGTH = 200;
 
   public static final String TABLE = "fencepost_journal_identity";
+  /** The persistence id of the journal entry that repeats the identity. */
+  public static final String JOURNAL_ID = JournalIdentity.PERSISTENCE_ID;
+  /** Pekko's ByteArraySerializer: the journal entry's payload is the identity's text. */
+  private static final int BYTES_SERIALIZER = 4;
   /** A PostgreSQL and H2 unique-key violation. */
   private static final String UNIQUE_VIOLATION = "23505";
 
-  /** Database {@code index} of {@code count} of {@code deployment}. */
-  public record Identity(String deployment, int index, int count) {
+  /** What a database records: its identity, its member id, and (database 0) the member ids of all, or "". */
+  public record Recorded(JournalIdentity identity, String member, String members) {
+
+    @Override
+    public String toString() {
+      return identity.toString();
+    }
   }
 
   private JournalIdentities() {
   }
 
   /** What the database records (creating the table when missing); empty when nothing. */
-  public static Optional<Identity> read(Connection c) throws SQLException {
-    createTable(c);
+  public static Optional<Recorded> read(Connection c) throws SQLException {
+    createTableIfMissing(c);
     return readRow(c);
   }
 
   /** What the database records, without creating anything; empty when nothing. */
-  public static Optional<Identity> readIfRecorded(Connection c) throws SQLException {
+  public static Optional<Recorded> readIfRecorded(Connection c) throws SQLException {
     return SqlScripts.tableExists(c, TABLE) ? readRow(c) : Optional.empty();
   }
 
   /**
-   * Records {@code identity}, unless another node recorded one first: returns what the database
-   * records afterwards (the caller compares it with what it expected).
+   * Records {@code identity} with a new member id (and its journal entry), unless another node
+   * recorded one first: returns what the database records afterwards (the caller compares it with
+   * what it expected, and its member id with the one it would have recorded).
    */
-  public static Identity claim(Connection c, Identity identity) throws SQLException {
-    createTable(c);
-    try (PreparedStatement st = c.prepareStatement("INSERT INTO " + TABLE
-        + " (singleton, deployment, database_index, database_count, claimed_at) VALUES (0, ?, ?, ?, ?)")) {
-      st.setString(1, identity.deployment());
-      st.setInt(2, identity.index());
-      st.setInt(3, identity.count());
-      st.setString(4, Instant.now().toString());
-      st.executeUpdate();
+  public static Recorded claim(Connection c, JournalIdentity identity) throws SQLException {
+    createTableIfMissing(c);
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(false);
+    try {
+      insert(c, identity, UUID.randomUUID().toString(), "");
+      c.commit();
     } catch (SQLException e) {
+      c.rollback();
       if (!UNIQUE_VIOLATION.equals(e.getSQLState())) {
         throw e;
       }
       // another node claimed it meanwhile: what it recorded stands
+    } finally {
+      c.setAutoCommit(autoCommit);
     }
     return readRow(c).orElseThrow(() -> new SQLException("no identity row after claiming one"));
   }
 
-  /** Whether the database holds any journal entry. */
+  /**
+   * Undoes a claim of this node's ({@code member}) while the database holds no history: a start
+   * refused after claiming leaves no trace.
+   */
+  public static void release(Connection c, String member) throws SQLException {
+    if (holdsJournalEntries(c)) {
+      return;
+    }
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(false);
+    try (PreparedStatement st = c.prepareStatement("DELETE FROM " + TABLE + " WHERE member = ?")) {
+      st.setString(1, member);
+      if (st.executeUpdate() > 0) {
+        deleteJournalEntry(c);
+      }
+      c.commit();
+    } catch (SQLException e) {
+      c.rollback();
+      throw e;
+    } finally {
+      c.setAutoCommit(autoCommit);
+    }
+  }
+
+  /**
+   * Database 0: records {@code members} (the member ids of the list, in order) unless some are
+   * recorded already; returns what is recorded afterwards.
+   */
+  public static String register(Connection c, String members) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = ? WHERE singleton = 0 "
+        + "AND (members IS NULL OR members = '')")) {
+      st.setString(1, members);
+      st.executeUpdate();
+    }
+    return readRow(c).map(Recorded::members).orElse("");
+  }
+
+  /**
+   * Records {@code identity}, {@code member} and {@code members} in place of whatever the database
+   * records, with its journal entry, in the caller's transaction (a move of histories).
+   */
+  public static void replace(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
+    createTableIfMissing(c);
+    try (Statement st = c.createStatement()) {
+      st.executeUpdate("DELETE FROM " + TABLE);
+    }
+    deleteJournalEntry(c);
+    insert(c, identity, member, members);
+  }
+
+  private static void insert(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("INSERT INTO " + TABLE + " (singleton, deployment, database_index, "
+        + "database_count, moving, member, members, claimed_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?)")) {
+      st.setString(1, identity.deployment());
+      st.setInt(2, identity.index());
+      st.setInt(3, identity.count());
+      st.setInt(4, identity.moving() ? 1 : 0);
+      st.setString(5, member);
+      st.setString(6, members);
+      st.setString(7, Instant.now().toString());
+      st.executeUpdate();
+    }
+    if (!SqlScripts.tableExists(c, "event_journal")) {
+      throw new SQLException("the journal's tables are missing: install the schema first "
+          + "(JournalDatabase.installSchemaIfMissing, or fencepost ledger --install-schema)");
+    }
+    try (PreparedStatement st = c.prepareStatement("INSERT INTO event_journal (persistence_id, sequence_number, "
+        + "deleted, writer, write_timestamp, adapter_manifest, event_ser_id, event_ser_manifest, event_payload) "
+        + "VALUES (?, 1, FALSE, 'fencepost', ?, '', ?, '', ?)")) {
+      st.setString(1, JOURNAL_ID);
+      st.setLong(2, System.currentTimeMillis());
+      st.setInt(3, BYTES_SERIALIZER);
+      st.setBytes(4, identity.toBytes());
+      st.executeUpdate();
+    }
+  }
+
+  private static void deleteJournalEntry(Connection c) throws SQLException {
+    if (SqlScripts.tableExists(c, "event_journal")) {
+      try (PreparedStatement st = c.prepareStatement("DELETE FROM event_journal WHERE persistence_id = ?")) {
+        st.setString(1, JOURNAL_ID);
+        st.executeUpdate();
+      }
+    }
+  }
+
+  /** Whether the database holds any journal entry besides its identity's. */
   public static boolean holdsJournalEntries(Connection c) throws SQLException {
     if (!SqlScripts.tableExists(c, "event_journal")) {
       return false;
     }
-    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT 1 FROM event_journal LIMIT 1")) {
-      return rs.next();
+    try (PreparedStatement st = c.prepareStatement(
+        "SELECT 1 FROM event_journal WHERE persistence_id <> ? LIMIT 1")) {
+      st.setString(1, JOURNAL_ID);
+      try (ResultSet rs = st.executeQuery()) {
+        return rs.next();
+      }
     }
   }
 
-  private static void createTable(Connection c) throws SQLException {
+  /** Creates the identity table unless it exists. */
+  public static void createTableIfMissing(Connection c) throws SQLException {
     try (Statement st = c.createStatement()) {
       st.execute("CREATE TABLE IF NOT EXISTS " + TABLE + " (singleton INT NOT NULL PRIMARY KEY CHECK (singleton = 0), "
           + "deployment VARCHAR(" + MAX_DEPLOYMENT_LENGTH + ") NOT NULL, database_index INT NOT NULL, "
-          + "database_count INT NOT NULL, claimed_at VARCHAR(64) NOT NULL)");
+          + "database_count INT NOT NULL, moving INT NOT NULL, member VARCHAR(36) NOT NULL, members VARCHAR(4000), "
+          + "claimed_at VARCHAR(64) NOT NULL)");
     }
   }
 
-  private static Optional<Identity> readRow(Connection c) throws SQLException {
-    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(
-        "SELECT deployment, database_index, database_count FROM " + TABLE + " WHERE singleton = 0")) {
-      return rs.next() ? Optional.of(new Identity(rs.getString(1), rs.getInt(2), rs.getInt(3))) : Optional.empty();
+  private static Optional<Recorded> readRow(Connection c) throws SQLException {
+    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT deployment, database_index, "
+        + "database_count, moving, member, members FROM " + TABLE + " WHERE singleton = 0")) {
+      if (!rs.next()) {
+        return Optional.empty();
+      }
+      JournalIdentity id = new JournalIdentity(rs.getString(1), rs.getInt(2), rs.getInt(3), rs.getInt(4) != 0);
+      String members = rs.getString(6);
+      return Optional.of(new Recorded(id, rs.getString(5), members == null ? "" : members));
     }
   }
 }

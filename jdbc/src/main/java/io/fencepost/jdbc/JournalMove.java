@@ -1,0 +1,228 @@
+package io.fencepost.jdbc;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.function.Consumer;
+
+import io.fencepost.JournalIdentity;
+import io.fencepost.PartitionId;
+import io.fencepost.jdbc.internal.HistoryRows;
+import io.fencepost.jdbc.internal.JournalIdentities;
+import io.fencepost.jdbc.internal.JournalIdentities.Recorded;
+
+/**
+ * Adds journal databases to a deployment, offline: every partition whose history the longer list maps
+ * to another database is moved there, with its snapshots, window segments, outbox relay position and
+ * projection positions, and each database then records its place in the longer list.
+ *
+ * <p>Refuses, before changing anything, while any other session is connected to one of the databases
+ * (a node runs: its pool holds connections), when the current list is not what the databases record,
+ * when the longer list does not start with the current one in order, or when an added database holds a
+ * journal. A move runs in two rounds of one transaction per database: first each database takes in
+ * the histories that move to it and records that a move is under way (from then on no node starts on
+ * either list), then each drops the histories that moved away and records its new place. An
+ * interrupted move leaves every history in at least one database and no node able to start; running
+ * the same move again finishes it.
+ *
+ * <p>Read models ({@link JdbcProjection}) are the application's tables: a moved partition's rows up to
+ * the move stay in its old database, and its projection position moves with it, so later batches are
+ * projected in the new one. A read model that sums over databases stays right; one that keeps a
+ * partition's rows in one place must move them itself, or be rebuilt.
+ */
+public final class JournalMove {
+
+  /** What a move did. */
+  public record Report(List<PartitionId> moved, long rows) {
+  }
+
+  private final String deployment;
+  private final List<JournalDatabase> current;
+  private final List<JournalDatabase> target;
+  private final Consumer<String> progress;
+
+  private JournalMove(String deployment, List<JournalDatabase> current, List<JournalDatabase> added,
+      Consumer<String> progress) {
+    this.deployment = Objects.requireNonNull(deployment, "deployment");
+    this.current = List.copyOf(current);
+    List<JournalDatabase> all = new ArrayList<>(current);
+    all.addAll(added);
+    this.target = List.copyOf(all);
+    this.progress = Objects.requireNonNull(progress, "progress");
+    if (current.isEmpty() || added.isEmpty()) {
+      throw new IllegalArgumentException("a move needs the current databases and at least one to add");
+    }
+    JournalDatabases.of(deployment, target);   // no database listed twice
+  }
+
+  /**
+   * Moves deployment {@code deployment}'s histories from {@code current} (its databases, in order) to
+   * {@code current} followed by {@code added}; {@code progress} gets a line per partition moved.
+   *
+   * @throws IllegalStateException when refused (nothing changed then) or a database fails midway (run it again)
+   */
+  public static Report addDatabases(String deployment, List<JournalDatabase> current, List<JournalDatabase> added,
+      Consumer<String> progress) {
+    return new JournalMove(deployment, current, added, progress).run();
+  }
+
+  private Report run() {
+    List<Connection> connections = new ArrayList<>();
+    try {
+      for (JournalDatabase db : target) {
+        Connection c = db.connect();
+        connections.add(c);
+        c.setAutoCommit(false);
+      }
+      List<Optional<Recorded>> found = new ArrayList<>();
+      for (int i = 0; i < target.size(); i++) {
+        Connection c = connections.get(i);
+        HistoryRows.lockIdentity(c);
+        found.add(JournalIdentities.readIfRecorded(c));
+      }
+      refuseUnlessOffline(connections);
+      checkLayout(connections, found);
+      return move(connections, found);
+    } catch (SQLException e) {
+      throw new IllegalStateException("[" + deployment + "] the move of histories failed: " + e.getMessage()
+          + "; nothing is half-done in a database, and no node starts until the same move is run again", e);
+    } finally {
+      for (Connection c : connections) {
+        try {
+          c.rollback();
+          c.close();
+        } catch (SQLException ignored) {
+          // closing
+        }
+      }
+    }
+  }
+
+  /** No other session on any database: no node runs (its pool would hold connections). */
+  private void refuseUnlessOffline(List<Connection> connections) throws SQLException {
+    List<String> busy = new ArrayList<>();
+    for (int i = 0; i < target.size(); i++) {
+      int others = HistoryRows.otherSessions(connections.get(i));
+      if (others > 0) {
+        busy.add(target.get(i).jdbcUrl() + " has " + others + " other session(s)");
+      }
+    }
+    if (!busy.isEmpty()) {
+      throw new IllegalStateException("[" + deployment + "] refused to move histories while other sessions are "
+          + "connected (a node runs, or another tool): " + String.join("; ", busy) + ". Stop every node of the "
+          + "deployment (and close other clients of these databases), then run the move again; nothing was changed");
+    }
+  }
+
+  /**
+   * Each database must say it is its place in the current list (a fresh move), or in the longer list
+   * (a move that got that far before it was interrupted); an added database must hold no journal.
+   */
+  private void checkLayout(List<Connection> connections, List<Optional<Recorded>> found) throws SQLException {
+    List<String> wrong = new ArrayList<>();
+    for (int i = 0; i < target.size(); i++) {
+      Optional<JournalIdentity> id = found.get(i).map(Recorded::identity);
+      JournalIdentity after = new JournalIdentity(deployment, i, target.size());
+      boolean ok;
+      if (i < current.size()) {
+        JournalIdentity before = new JournalIdentity(deployment, i, current.size());
+        boolean unrecordedSingle = current.size() == 1 && id.isEmpty();
+        ok = unrecordedSingle || id.map(x -> x.equals(before) || x.moving(false).equals(after)).orElse(false);
+      } else {
+        Connection added = connections.get(i);
+        ok = id.map(x -> x.moving(false).equals(after)).orElseGet(() -> !holdsJournal(added));
+      }
+      if (!ok) {
+        wrong.add("database " + i + " (" + target.get(i).jdbcUrl() + ") "
+            + id.map(JournalIdentity::toString).orElse(i < current.size() ? "records no identity"
+                : "records no identity but holds journal entries (an added database must be empty)"));
+      }
+    }
+    if (!wrong.isEmpty()) {
+      throw new IllegalStateException("[" + deployment + "] refused to move histories from " + current.size()
+          + " to " + target.size() + " databases: " + String.join("; ", wrong) + ". Give the current databases "
+          + "in the order the deployment uses them, then the added ones; nothing was changed");
+    }
+  }
+
+  private static boolean holdsJournal(Connection c) {
+    try {
+      return JournalIdentities.holdsJournalEntries(c);
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read the journal of an added database: " + e.getMessage(), e);
+    }
+  }
+
+  private Report move(List<Connection> connections, List<Optional<Recorded>> found) throws SQLException {
+    int n = current.size();
+    int m = target.size();
+    // Which databases already took in their histories, and which already dropped those that left.
+    boolean[] tookIn = new boolean[m];
+    boolean[] settled = new boolean[m];
+    List<String> members = new ArrayList<>();
+    for (int i = 0; i < m; i++) {
+      JournalIdentity after = new JournalIdentity(deployment, i, m);
+      tookIn[i] = found.get(i).map(x -> x.identity().moving(false).equals(after)).orElse(false);
+      settled[i] = found.get(i).map(x -> x.identity().equals(after)).orElse(false);
+      members.add(found.get(i).map(Recorded::member).orElseGet(() -> UUID.randomUUID().toString()));
+    }
+    String allMembers = String.join(",", members);
+    TreeSet<PartitionId> partitions = new TreeSet<>((x, y) -> x.qualifiedName().compareTo(y.qualifiedName()));
+    for (int i = 0; i < n; i++) {
+      partitions.addAll(HistoryRows.partitions(connections.get(i)));
+    }
+    List<PartitionId> moved = new ArrayList<>();
+    long rows = 0;
+    // Round 1: each database takes in what moves to it (from a source that still holds it), and
+    // records that a move is under way.
+    for (int to = 0; to < m; to++) {
+      if (tookIn[to]) {
+        continue;
+      }
+      for (PartitionId p : partitions) {
+        int from = p.journalDatabase(n);
+        if (p.journalDatabase(m) == to && from != to && !settled[from]) {
+          long copied = HistoryRows.copy(connections.get(from), connections.get(to), p);
+          rows += copied;
+          progress.accept(p.shortName() + " (" + p.qualifiedName() + "): " + copied + " rows, database " + from
+              + " -> " + to);
+        }
+      }
+      JournalIdentities.replace(connections.get(to), new JournalIdentity(deployment, to, m, true), members.get(to),
+          to == 0 ? allMembers : "");
+    }
+    for (int i = 0; i < m; i++) {
+      if (!tookIn[i]) {
+        connections.get(i).commit();
+      }
+    }
+    progress.accept("every database took in the histories that move to it; no node starts until the move ends");
+    // Round 2: each database drops what moved away, and records its place in the longer list.
+    for (int from = 0; from < m; from++) {
+      if (settled[from]) {
+        continue;
+      }
+      for (PartitionId p : partitions) {
+        if (from < n && p.journalDatabase(n) == from && p.journalDatabase(m) != from) {
+          HistoryRows.delete(connections.get(from), p);
+          moved.add(p);
+        }
+      }
+      JournalIdentities.replace(connections.get(from), new JournalIdentity(deployment, from, m), members.get(from),
+          from == 0 ? allMembers : "");
+      connections.get(from).commit();
+      progress.accept("database " + from + " (" + target.get(from).jdbcUrl() + ") dropped the histories that moved "
+          + "away and records that it is database " + from + " of " + m);
+    }
+    progress.accept("[" + deployment + "] " + moved.size() + " partition(s) moved, " + rows + " rows copied; the "
+        + m + " databases record their places: start the nodes with all " + m + " in this order");
+    moved.sort(Comparator.comparing(PartitionId::topic).thenComparing(PartitionId::partition));
+    return new Report(List.copyOf(moved), rows);
+  }
+}

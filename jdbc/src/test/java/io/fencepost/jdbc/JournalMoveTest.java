@@ -1,0 +1,205 @@
+package io.fencepost.jdbc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.fencepost.OffsetReset;
+import io.fencepost.PartitionActorSettings;
+import io.fencepost.PartitionId;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Adding a journal database: the histories the longer list maps elsewhere move there whole (journal,
+ * snapshots, relay position, projection positions), each partition then recovers its stored offset
+ * from its new home, an interrupted move keeps every node out until it is run again, and a move is
+ * refused while a node is connected or with the wrong list.
+ */
+class JournalMoveTest {
+
+  private static final AtomicInteger NAMES = new AtomicInteger();
+  private static final List<PartitionId> PARTITIONS = List.of(0, 1, 2, 3, 4, 5, 6, 7).stream()
+      .map(p -> new PartitionId("ledger", "payments", p)).toList();
+
+  private static JournalDatabase fresh() {
+    JournalDatabase db = JournalDatabase.h2Memory("move-" + NAMES.incrementAndGet());
+    db.installSchema();
+    return db;
+  }
+
+  /** Writes each partition's stored offset (100 + p) through the deployment's plugins, and a relay position and projection position beside it. */
+  private static void writeHistories(JournalDatabases dbs, long base) throws Exception {
+    Config config = dbs.pekkoConfig().withFallback(ConfigFactory.parseString("pekko.loglevel = WARNING"))
+        .withFallback(ConfigFactory.load());
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "move", config);
+    try {
+      for (PartitionId id : PARTITIONS) {
+        OffsetReset.to(system, id, base + id.partition(), PartitionActorSettings.create(config), Duration.ofSeconds(30))
+            .toCompletableFuture().get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+  }
+
+  /** The stored offsets each partition recovers, through the deployment's plugins (unchanged: it resets to them). */
+  private static Map<Integer, Long> recovered(JournalDatabases dbs, long base) throws Exception {
+    Config config = dbs.pekkoConfig().withFallback(ConfigFactory.parseString("pekko.loglevel = WARNING"))
+        .withFallback(ConfigFactory.load());
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "recover", config);
+    Map<Integer, Long> out = new TreeMap<>();
+    try {
+      for (PartitionId id : PARTITIONS) {
+        out.put(id.partition(), OffsetReset.to(system, id, base + id.partition(), PartitionActorSettings.create(config),
+            Duration.ofSeconds(30)).toCompletableFuture().get(60, TimeUnit.SECONDS).before());
+      }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+    return out;
+  }
+
+  private static void extras(JournalDatabase db, PartitionId id) throws SQLException {
+    try (Connection c = db.connect()) {
+      try (PreparedStatement st = c.prepareStatement("INSERT INTO durable_state (persistence_id, revision, "
+          + "state_payload, state_serial_id, state_serial_manifest, tag, state_timestamp) VALUES (?, 3, ?, 1, '', '', 5)")) {
+        st.setString(1, "fencepost-outbox|" + id.persistenceId());
+        st.setBytes(2, new byte[] {1, 2, 3});
+        st.executeUpdate();
+      }
+      c.createStatement().execute(io.fencepost.jdbc.internal.ProjectionTables.CREATE_OFFSETS);
+      try (PreparedStatement st = c.prepareStatement(
+          "INSERT INTO fencepost_projection_offsets (projection, persistence_id, seq) VALUES ('balances', ?, 7)")) {
+        st.setString(1, id.persistenceId());
+        st.executeUpdate();
+      }
+    }
+  }
+
+  private static long rows(JournalDatabase db, String table, String persistenceId) throws SQLException {
+    try (Connection c = db.connect(); PreparedStatement st = c.prepareStatement(
+        "SELECT count(*) FROM " + table + " WHERE persistence_id = ?")) {
+      st.setString(1, persistenceId);
+      try (ResultSet rs = st.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  private static Map<Integer, Long> expectedOffsets(long base) {
+    Map<Integer, Long> out = new TreeMap<>();
+    PARTITIONS.forEach(id -> out.put(id.partition(), base + id.partition()));
+    return out;
+  }
+
+  @Test
+  void addingADatabaseMovesTheHistoriesItNowHoldsAndEachPartitionRecoversItsOffsetThere() throws Exception {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabase c = fresh();
+    writeHistories(JournalDatabases.of("ledger", List.of(a, b)), 100);
+    for (PartitionId id : PARTITIONS) {
+      extras(JournalDatabases.of("ledger", List.of(a, b)).databaseOf(id), id);
+    }
+    List<String> lines = new ArrayList<>();
+    JournalMove.Report report = JournalMove.addDatabases("ledger", List.of(a, b), List.of(c), lines::add);
+
+    JournalDatabases three = JournalDatabases.of("ledger", List.of(a, b, c));
+    List<PartitionId> moving = PARTITIONS.stream().filter(id -> id.journalDatabase(2) != id.journalDatabase(3)).toList();
+    assertTrue(!moving.isEmpty(), "some partitions change database");
+    assertEquals(moving, report.moved());
+    List<JournalDatabase> all = List.of(a, b, c);
+    for (PartitionId id : PARTITIONS) {
+      for (int i = 0; i < 3; i++) {
+        JournalDatabase db = all.get(i);
+        long expected = i == three.indexOf(id) ? 1 : 0;
+        assertEquals(expected, rows(db, "event_journal", id.persistenceId()), id + " journal in " + db);
+        assertEquals(expected, rows(db, "durable_state", "fencepost-outbox|" + id.persistenceId()), id + " relay");
+        assertEquals(expected, rows(db, "fencepost_projection_offsets", id.persistenceId()), id + " projection");
+      }
+    }
+    assertTrue(lines.get(lines.size() - 1).contains(moving.size() + " partition(s) moved"), lines.toString());
+    assertEquals(expectedOffsets(100), recovered(three, 100), "each partition recovers its offset at its new home");
+    // the old list is refused from now on
+    IllegalStateException old = assertThrows(IllegalStateException.class,
+        () -> JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities());
+    assertTrue(old.getMessage().contains("says it is database 0 of 3"), old.getMessage());
+  }
+
+  @Test
+  void anInterruptedMoveKeepsEveryNodeOutAndTheSameMoveFinishesIt() throws Exception {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    writeHistories(JournalDatabases.of("ledger", List.of(a)), 200);
+    RuntimeException crash = new RuntimeException("the move's process died");
+    assertThrows(RuntimeException.class, () -> JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> {
+      if (line.startsWith("database 0")) {
+        throw crash;   // after database 0 dropped what moved away, before database 1 settled
+      }
+    }));
+    assertThrows(IllegalStateException.class, () -> JournalDatabases.of("ledger", List.of(a)).verifyIdentities());
+    IllegalStateException refused = assertThrows(IllegalStateException.class,
+        () -> JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities());
+    assertTrue(refused.getMessage().contains("a move of the deployment's histories began and has not finished"),
+        refused.getMessage());
+    // every history is in one database or the other meanwhile
+    for (PartitionId id : PARTITIONS) {
+      assertEquals(1, rows(a, "event_journal", id.persistenceId()) + rows(b, "event_journal", id.persistenceId()),
+          id.toString());
+    }
+    JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> { });
+    assertEquals(expectedOffsets(200), recovered(JournalDatabases.of("ledger", List.of(a, b)), 200));
+  }
+
+  @Test
+  void aMoveIsRefusedWhileANodeIsConnectedAndChangesNothing() throws Exception {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    writeHistories(JournalDatabases.of("ledger", List.of(a)), 300);
+    try (Connection node = a.connect()) {
+      IllegalStateException e = assertThrows(IllegalStateException.class,
+          () -> JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> { }));
+      assertEquals("[ledger] refused to move histories while other sessions are connected (a node runs, or another "
+          + "tool): " + a.jdbcUrl() + " has 1 other session(s). Stop every node of the deployment (and close other "
+          + "clients of these databases), then run the move again; nothing was changed", e.getMessage());
+    }
+    assertEquals(expectedOffsets(300), recovered(JournalDatabases.of("ledger", List.of(a)), 300));
+  }
+
+  @Test
+  void aMoveIsRefusedWithAListTheDatabasesContradictOrAnAddedDatabaseThatHoldsAJournal() throws Exception {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabase c = fresh();
+    writeHistories(JournalDatabases.of("ledger", List.of(a, b)), 400);
+    IllegalStateException reordered = assertThrows(IllegalStateException.class,
+        () -> JournalMove.addDatabases("ledger", List.of(b, a), List.of(c), line -> { }));
+    assertTrue(reordered.getMessage().startsWith("[ledger] refused to move histories from 2 to 3 databases: database 0 ("
+        + b.jdbcUrl() + ") says it is database 1 of 2 of deployment [ledger]"), reordered.getMessage());
+    writeHistories(JournalDatabases.of("other", List.of(c)), 1);
+    IllegalStateException full = assertThrows(IllegalStateException.class,
+        () -> JournalMove.addDatabases("ledger", List.of(a, b), List.of(c), line -> { }));
+    assertTrue(full.getMessage().contains("database 2 (" + c.jdbcUrl() + ") says it is database 0 of 1 of deployment "
+        + "[other]"), full.getMessage());
+    assertEquals(expectedOffsets(400), recovered(JournalDatabases.of("ledger", List.of(a, b)), 400));
+  }
+}
