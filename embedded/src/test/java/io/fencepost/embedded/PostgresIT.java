@@ -11,8 +11,10 @@ import java.util.concurrent.TimeUnit;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.PartitionId;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.jdbc.JournalDatabases;
+import io.fencepost.jdbc.JournalMove;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -80,6 +82,8 @@ class PostgresIT {
     JournalDatabase empty = Postgres.shared().createDatabase("identity_empty");
     try {
       a.installSchema();
+      b.installSchema();
+      empty.installSchema();
       JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
       JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
       String reordered = Assertions.assertThrows(IllegalStateException.class,
@@ -99,6 +103,55 @@ class PostgresIT {
       Postgres.shared().dropDatabase(a);
       Postgres.shared().dropDatabase(b);
       Postgres.shared().dropDatabase(empty);
+    }
+  }
+
+  /** Adding a database on PostgreSQL: refused while another session is connected, then each history moved once. */
+  @Test
+  void aMoveOfHistoriesOnPostgresWaitsForTheNodesToStopAndMovesEachHistoryOnce() throws Exception {
+    JournalDatabase x = Postgres.shared().createDatabase("move_x");
+    JournalDatabase y = Postgres.shared().createDatabase("move_y");
+    try {
+      x.installSchema();
+      y.installSchema();
+      JournalDatabases.of("ledger", List.of(x)).verifyIdentities();
+      try (Connection c = x.connect(); Statement st = c.createStatement()) {
+        for (int p = 0; p < 4; p++) {
+          for (int seq = 1; seq <= 3; seq++) {
+            st.execute("INSERT INTO event_journal (persistence_id, sequence_number, writer, write_timestamp, "
+                + "adapter_manifest, event_payload, event_ser_id, event_ser_manifest) "
+                + "VALUES ('fencepost|ledger|payments|" + p + "', " + seq + ", 'w', 0, '', '\\x00', 1, '')");
+          }
+        }
+      }
+      try (Connection node = x.connect()) {
+        String refused = Assertions.assertThrows(IllegalStateException.class,
+            () -> JournalMove.addDatabases("ledger", List.of(x), List.of(y), line -> { })).getMessage();
+        Assertions.assertTrue(refused.contains(x.jdbcUrl() + " has 1 other session(s)"), refused);
+      }
+      JournalMove.Report report = JournalMove.addDatabases("ledger", List.of(x), List.of(y), line -> { });
+      JournalDatabases two = JournalDatabases.of("ledger", List.of(x, y));
+      two.verifyIdentities();
+      Assertions.assertEquals(List.of(1, 3), report.moved().stream().map(PartitionId::partition).toList());
+      Assertions.assertEquals(6, report.rows());
+      for (int p = 0; p < 4; p++) {
+        String pid = "fencepost|ledger|payments|" + p;
+        int home = two.indexOf(new PartitionId("ledger", "payments", p));
+        Assertions.assertEquals(home == 0 ? 3 : 0, journalRows(x, pid), pid + " in x");
+        Assertions.assertEquals(home == 1 ? 3 : 0, journalRows(y, pid), pid + " in y");
+      }
+    } finally {
+      Postgres.shared().dropDatabase(x);
+      Postgres.shared().dropDatabase(y);
+    }
+  }
+
+  private static long journalRows(JournalDatabase db, String pid) throws Exception {
+    try (Connection c = db.connect(); Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery("SELECT count(*) FROM event_journal WHERE persistence_id = '" + pid
+            + "'")) {
+      rs.next();
+      return rs.getLong(1);
     }
   }
 

@@ -30,6 +30,7 @@ public final class Main {
     COMMANDS.put("verify", new VerifyCommand());
     COMMANDS.put("dlq", new DlqCommand());
     COMMANDS.put("offsets", new OffsetsCommand());
+    COMMANDS.put("journal", new JournalCommand());
     COMMANDS.put("chaos", new ChaosCommand());
     COMMANDS.put("status", new StatusCommand());
   }
