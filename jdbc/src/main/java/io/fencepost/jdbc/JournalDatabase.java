@@ -208,9 +208,15 @@ public final class JournalDatabase {
         .withValue("db.numThreads", ConfigValueFactory.fromAnyRef(maxConnections))
         .withValue("db.maxConnections", ConfigValueFactory.fromAnyRef(maxConnections))
         .withValue("db.minConnections", ConfigValueFactory.fromAnyRef(1))
+
         // Fail a connection attempt in seconds, not HikariCP's default 3 minutes, so a database
         // outage surfaces as a journal failure that the actor backs off from (not a hung write).
         .withValue("db.connectionTimeout", ConfigValueFactory.fromAnyRef(5000));
+    if (index >= 0) {
+      // Names the pool in the driver's errors ("fencepost-db-1 - Connection is not available"): which
+      // of several databases is away.
+      db = db.withValue("db.poolName", ConfigValueFactory.fromAnyRef(sharedDatabaseName()));
+    }
     if (dialect == Dialect.POSTGRES && !jdbcUrl.contains("prepareThreshold")) {
       // PostgreSQL's driver sends a statement's first four executions as unnamed ones, whose results
       // come as text: a bytea column as hex, twice its size, decoded on the client. Recovery is such

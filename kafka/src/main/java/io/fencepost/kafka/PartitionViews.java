@@ -59,6 +59,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
   private boolean leaving;
   private long incarnation = -1;
   private AppliedView view;
+  private boolean served;
 
   private PartitionViews(ActorContext<Object> ctx, PartitionId id, LatestView latest) {
     super(ctx);
@@ -67,6 +68,7 @@ final class PartitionViews extends AbstractBehavior<Object> {
     this.latest = latest;
     this.membership = Membership.of(ctx.getSystem());
     membership.serve(serviceKey, ctx.getSelf().narrow(), latest::tryAnswer);
+    this.served = true;
   }
 
   /** The newest state it sees is also {@code latest}'s, which answers what it can without this actor. */
@@ -88,16 +90,28 @@ final class PartitionViews extends AbstractBehavior<Object> {
         .onMessageEquals(Leave.INSTANCE, this::onLeave)
         .onSignal(PostStop.class, stop -> {
           latest.leave();   // however it stopped: a frozen state must not answer for a partition still applying
-          membership.unserve(serviceKey, getContext().getSelf().narrow());   // however it stopped
+          unserve();   // however it stopped
           return this;
         })
         .build();
   }
 
+  /**
+   * Withdraws the registration, once: a cluster receptionist fails on a second deregistration of the
+   * same actor ("has never been registered") and its supervisor stops it, leaving the node's
+   * receptionist dead (a pipeline in the cluster's own actor system registers there directly).
+   */
+  private void unserve() {
+    if (served) {
+      served = false;
+      membership.unserve(serviceKey, getContext().getSelf().narrow());
+    }
+  }
+
   private Behavior<Object> onLeave() {
     leaving = true;
     latest.leave();
-    membership.unserve(serviceKey, getContext().getSelf().narrow());
+    unserve();
     held.values().forEach(q -> q.replyTo().tell(refusal(QueryReply.Kind.NOT_OWNER)));
     held.clear();
     return this;

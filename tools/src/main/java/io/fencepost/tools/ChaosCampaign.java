@@ -37,7 +37,7 @@ final class ChaosCampaign {
 
   /** What to run. */
   public record Plan(long seed, int nodes, int partitions, int payments, int rate, double dupRate, int kills,
-      int zombies, int rebalances, int brokerRestarts, int postgresStops, Path dir) {
+      int zombies, int rebalances, int brokerRestarts, int postgresStops, int databases, Path dir) {
   }
 
   /** The outcome: the generator's own counts, the faults injected, and the reconciliation. */
@@ -76,8 +76,9 @@ final class ChaosCampaign {
   private JvmProcess broker;
   private String bootstrap;
   private int brokerPort;
-  private Postgres postgres;
-  private JournalDatabase db;
+  /** One PostgreSQL server per journal database. */
+  private final List<Postgres> servers = new ArrayList<>();
+  private final List<JournalDatabase> dbs = new ArrayList<>();
   private int[] ports;
   private JvmProcess[] nodes;
 
@@ -119,7 +120,7 @@ final class ChaosCampaign {
       }
       restartExited();
       ReconciliationReport report = LedgerReconciliation.awaitComplete(
-          LedgerReconciliation.of(bootstrap, TOPIC, GROUP, db).bucket(Duration.ofSeconds(30)), Duration.ofMinutes(4),
+          LedgerReconciliation.of(bootstrap, TOPIC, GROUP, dbs).bucket(Duration.ofSeconds(30)), Duration.ofMinutes(4),
           (done, expected) -> { });
       out.println("reconciled after the ledger caught up");
       List<Path> logs = new ArrayList<>();
@@ -139,9 +140,9 @@ final class ChaosCampaign {
       for (JvmProcess p : started) {
         p.close();
       }
-      if (postgres != null) {
-        postgres.startServer();
-        postgres.close();
+      for (Postgres server : servers) {
+        server.startServer();
+        server.close();
       }
     }
   }
@@ -173,9 +174,14 @@ final class ChaosCampaign {
     try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
       admin.createTopics(List.of(new NewTopic(TOPIC, plan.partitions(), (short) 1))).all().get(30, TimeUnit.SECONDS);
     }
-    postgres = Postgres.startEmbedded(plan.dir().resolve("postgres"), FreePorts.next());
-    db = postgres.createDatabase("campaign");
-    db.installSchema();
+    for (int i = 0; i < plan.databases(); i++) {
+      Postgres server = Postgres.startEmbedded(plan.dir().resolve(i == 0 ? "postgres" : "postgres-" + i),
+          FreePorts.next());
+      servers.add(server);
+      JournalDatabase db = server.createDatabase("campaign");
+      db.installSchema();
+      dbs.add(db);
+    }
     ports = new int[plan.nodes()];
     nodes = new JvmProcess[plan.nodes()];
     for (int i = 0; i < ports.length; i++) {
@@ -187,7 +193,8 @@ final class ChaosCampaign {
     for (JvmProcess n : nodes) {
       n.awaitLine("READY", Duration.ofSeconds(120));
     }
-    out.printf("broker %s, %d nodes, journal %s%n", bootstrap, nodes.length, db.jdbcUrl());
+    out.printf("broker %s, %d nodes, journal %s%n", bootstrap, nodes.length,
+        dbs.stream().map(JournalDatabase::jdbcUrl).toList());
   }
 
   private void startBroker() {
@@ -203,7 +210,7 @@ final class ChaosCampaign {
       seeds.add("127.0.0.1:" + p);
     }
     JvmProcess p = JvmProcess.start(name, Main.class.getName(),
-        LedgerNode.commandLine(bootstrap, TOPIC, GROUP, db, port, seeds), plan.dir().resolve(name + ".log"));
+        LedgerNode.commandLine(bootstrap, TOPIC, GROUP, dbs, port, seeds), plan.dir().resolve(name + ".log"));
     started.add(p);
     return p;
   }
@@ -273,11 +280,14 @@ final class ChaosCampaign {
         log("broker restarted");
       }
       case POSTGRES_STOP -> {
-        postgres.stopServer();
-        log("PostgreSQL stopped");
+        // Of several journal databases, one at a time: the others' partitions go on meanwhile.
+        int d = random.nextInt(servers.size());
+        String which = servers.size() == 1 ? "PostgreSQL" : "PostgreSQL of journal database " + d;
+        servers.get(d).stopServer();
+        log(which + " stopped");
         supervise(Duration.ofSeconds(10));
-        postgres.startServer();
-        log("PostgreSQL started");
+        servers.get(d).startServer();
+        log(which + " started");
       }
     }
   }

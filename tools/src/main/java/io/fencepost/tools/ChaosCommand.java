@@ -18,7 +18,9 @@ final class ChaosCommand implements Main.Command {
         .value("zombies", "n", null, "1", "SIGSTOP/SIGCONT of a node past its session timeout")
         .value("rebalances", "n", null, "1", "a node added, then removed")
         .value("broker-restarts", "n", null, "1", "broker restarts")
-        .value("postgres-stops", "n", null, "0", "PostgreSQL stopped for 10 s")
+        .value("postgres-stops", "n", null, "0", "PostgreSQL stopped for 10 s (with several databases: one of them)")
+        .value("databases", "n", null, "1", "journal databases, each on a PostgreSQL server of its own; the "
+            + "partitions' histories are spread over them")
         .value("dir", "path", null, "fencepost-chaos", "working directory (wiped first)")
         .bool("json", "also print the reconciliation report as JSON");
     if (!flags.parse(args)) {
@@ -29,7 +31,7 @@ final class ChaosCommand implements Main.Command {
         flags.intValue("payments", 100, Integer.MAX_VALUE), flags.intValue("rate", 1, 1_000_000),
         flags.doubleValue("dup-rate", 0, 1), flags.intValue("kills", 0, 1000), flags.intValue("zombies", 0, 1000),
         flags.intValue("rebalances", 0, 1000), flags.intValue("broker-restarts", 0, 1000),
-        flags.intValue("postgres-stops", 0, 1000), Path.of(flags.require("dir")).toAbsolutePath());
+        flags.intValue("postgres-stops", 0, 1000), flags.intValue("databases", 1, 8), Path.of(flags.require("dir")).toAbsolutePath());
     ChaosCampaign.Outcome outcome = new ChaosCampaign(plan, System.out).run();
     System.out.print(outcome.report().render());
     System.out.println();

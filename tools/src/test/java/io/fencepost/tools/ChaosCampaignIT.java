@@ -22,7 +22,7 @@ class ChaosCampaignIT {
 
   @Test
   void ciSizedCampaignLosesNothingAndDoublesNothing() throws Exception {
-    ChaosCampaign.Plan plan = new ChaosCampaign.Plan(20261129, 3, 12, 100_000, 1_500, 0.01, 3, 1, 1, 1, 0,
+    ChaosCampaign.Plan plan = new ChaosCampaign.Plan(20261129, 3, 12, 100_000, 1_500, 0.01, 3, 1, 1, 1, 0, 1,
         Path.of("target", "chaos-it").toAbsolutePath());
     ChaosCampaign.Outcome outcome = new ChaosCampaign(plan, System.out).run();
     ReconciliationReport report = outcome.report();
