@@ -19,6 +19,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.embedded.ClusterNodes;
 import io.fencepost.embedded.KafkaBroker;
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.jdbc.JournalDatabases;
 import io.fencepost.kafka.KafkaPipeline;
@@ -128,7 +129,7 @@ class JournalDatabasesPipelineIT {
   private static void assertRefused(Config journal, String expectedStart, String topic) throws Exception {
     ActorSystem<Void> system = node("refused", journal);
     try {
-      IllegalStateException e = assertThrows(IllegalStateException.class, () -> KafkaPipeline.create(system,
+      JournalLayoutException e = assertThrows(JournalLayoutException.class, () -> KafkaPipeline.create(system,
           KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
           settings(system, topic, KafkaBroker.uniqueName("refused"))).start());
       assertTrue(e.getMessage().startsWith(expectedStart), e.getMessage());

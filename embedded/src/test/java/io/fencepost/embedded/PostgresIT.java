@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.jdbc.JournalDatabases;
 import io.fencepost.jdbc.JournalMove;
@@ -86,7 +87,7 @@ class PostgresIT {
       empty.installSchema();
       JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
       JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
-      String reordered = Assertions.assertThrows(IllegalStateException.class,
+      String reordered = Assertions.assertThrows(JournalLayoutException.class,
           () -> JournalDatabases.of("ledger", List.of(b, a)).verifyIdentities()).getMessage();
       Assertions.assertTrue(reordered.contains("database 0 of 2 (" + b.jdbcUrl() + ") says it is database 1 of 2 of "
           + "deployment [ledger]"), reordered);
@@ -95,7 +96,7 @@ class PostgresIT {
             + "adapter_manifest, event_payload, event_ser_id, event_ser_manifest) "
             + "VALUES ('fencepost|ledger|payments|0', 1, 'w', 0, '', '\\x00', 1, '')");
       }
-      String replaced = Assertions.assertThrows(IllegalStateException.class,
+      String replaced = Assertions.assertThrows(JournalLayoutException.class,
           () -> JournalDatabases.of("ledger", List.of(a, empty)).verifyIdentities()).getMessage();
       Assertions.assertTrue(replaced.contains("database 1 of 2 (" + empty.jdbcUrl() + ") records no identity"),
           replaced);
@@ -125,7 +126,7 @@ class PostgresIT {
         }
       }
       try (Connection node = x.connect()) {
-        String refused = Assertions.assertThrows(IllegalStateException.class,
+        String refused = Assertions.assertThrows(JournalLayoutException.class,
             () -> JournalMove.addDatabases("ledger", List.of(x), List.of(y), line -> { })).getMessage();
         Assertions.assertTrue(refused.contains(x.jdbcUrl() + " has 1 other session(s)"), refused);
       }

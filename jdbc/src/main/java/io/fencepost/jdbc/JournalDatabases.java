@@ -14,6 +14,7 @@ import com.typesafe.config.ConfigFactory;
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.jdbc.internal.JournalIdentities;
 import io.fencepost.jdbc.internal.JournalIdentities.Recorded;
 
@@ -171,7 +172,8 @@ public final class JournalDatabases {
    * deployment's first start (while no database holds a journal entry; a single database is recorded
    * whatever it holds, since every partition's history is in it anyway). Safe to call from several
    * nodes at once. Throws {@link IllegalStateException} when a database says it is another index, of
-   * another count or of another deployment, or records nothing while the deployment has a history.
+   * another count or of another deployment, or records nothing while the deployment has a history
+   * ({@link JournalLayoutException}; {@link IllegalStateException} when a database cannot be reached).
    */
   public void verifyIdentities() {
     List<Optional<Recorded>> found = new ArrayList<>();
@@ -266,11 +268,11 @@ public final class JournalDatabases {
     return new JournalIdentity(deployment, index, databases.size());
   }
 
-  private IllegalStateException mismatch(List<Optional<Recorded>> found, String why) {
+  private JournalLayoutException mismatch(List<Optional<Recorded>> found, String why) {
     String each = IntStream.range(0, databases.size()).mapToObj(i -> "database " + i + " of " + databases.size()
         + " (" + databases.get(i).jdbcUrl() + ") " + found.get(i).map(Recorded::toString).orElse("records no identity"))
         .collect(Collectors.joining("; "));
-    return new IllegalStateException("[" + deployment + "] journal databases refused: " + why + ": " + each
+    return new JournalLayoutException("[" + deployment + "] journal databases refused: " + why + ": " + each
         + ". List the databases in the order the deployment first used them; databases are added only by moving "
         + "the histories of the partitions that map to them while no node runs");
   }

@@ -13,6 +13,7 @@ import java.util.function.Consumer;
 
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.jdbc.internal.HistoryRows;
 import io.fencepost.jdbc.internal.JournalIdentities;
 import io.fencepost.jdbc.internal.JournalIdentities.Recorded;
@@ -65,7 +66,8 @@ public final class JournalMove {
    * Moves deployment {@code deployment}'s histories from {@code current} (its databases, in order) to
    * {@code current} followed by {@code added}; {@code progress} gets a line per partition moved.
    *
-   * @throws IllegalStateException when refused (nothing changed then) or a database fails midway (run it again)
+   * @throws JournalLayoutException when refused (nothing changed then)
+   * @throws IllegalStateException when a database fails midway (run the same move again)
    */
   public static Report addDatabases(String deployment, List<JournalDatabase> current, List<JournalDatabase> added,
       Consumer<String> progress) {
@@ -114,7 +116,7 @@ public final class JournalMove {
       }
     }
     if (!busy.isEmpty()) {
-      throw new IllegalStateException("[" + deployment + "] refused to move histories while other sessions are "
+      throw new JournalLayoutException("[" + deployment + "] refused to move histories while other sessions are "
           + "connected (a node runs, or another tool): " + String.join("; ", busy) + ". Stop every node of the "
           + "deployment (and close other clients of these databases), then run the move again; nothing was changed");
     }
@@ -145,7 +147,7 @@ public final class JournalMove {
       }
     }
     if (!wrong.isEmpty()) {
-      throw new IllegalStateException("[" + deployment + "] refused to move histories from " + current.size()
+      throw new JournalLayoutException("[" + deployment + "] refused to move histories from " + current.size()
           + " to " + target.size() + " databases: " + String.join("; ", wrong) + ". Give the current databases "
           + "in the order the deployment uses them, then the added ones; nothing was changed");
     }

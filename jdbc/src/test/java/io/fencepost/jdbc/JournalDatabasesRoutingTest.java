@@ -19,6 +19,7 @@ import com.typesafe.config.ConfigFactory;
 import io.fencepost.OffsetReset;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.errors.SettingsException;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -91,7 +92,7 @@ class JournalDatabasesRoutingTest {
     JournalDatabase a = fresh();
     JournalDatabase b = fresh();
     JournalDatabases.of("ledger", List.of(a, b)).pekkoConfig();
-    IllegalStateException e = assertThrows(IllegalStateException.class,
+    JournalLayoutException e = assertThrows(JournalLayoutException.class,
         () -> JournalDatabases.of("ledger", List.of(b, a)).pekkoConfig());
     assertTrue(e.getMessage().startsWith("[ledger] journal databases refused: the configured list is not the one"),
         e.getMessage());

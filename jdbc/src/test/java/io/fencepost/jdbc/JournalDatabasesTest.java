@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.jdbc.internal.JournalIdentities;
 import org.junit.jupiter.api.Test;
 
@@ -37,7 +38,7 @@ class JournalDatabasesTest {
   }
 
   private static String refusal(JournalDatabases dbs) {
-    return assertThrows(IllegalStateException.class, dbs::verifyIdentities).getMessage();
+    return assertThrows(JournalLayoutException.class, dbs::verifyIdentities).getMessage();
   }
 
   @Test

@@ -21,6 +21,7 @@ import com.typesafe.config.ConfigFactory;
 import io.fencepost.OffsetReset;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalLayoutException;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.Test;
@@ -140,7 +141,7 @@ class JournalMoveTest {
     assertTrue(lines.get(lines.size() - 1).contains(moving.size() + " partition(s) moved"), lines.toString());
     assertEquals(expectedOffsets(100), recovered(three, 100), "each partition recovers its offset at its new home");
     // the old list is refused from now on
-    IllegalStateException old = assertThrows(IllegalStateException.class,
+    JournalLayoutException old = assertThrows(JournalLayoutException.class,
         () -> JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities());
     assertTrue(old.getMessage().contains("says it is database 0 of 3"), old.getMessage());
   }
@@ -156,8 +157,8 @@ class JournalMoveTest {
         throw crash;   // after database 0 dropped what moved away, before database 1 settled
       }
     }));
-    assertThrows(IllegalStateException.class, () -> JournalDatabases.of("ledger", List.of(a)).verifyIdentities());
-    IllegalStateException refused = assertThrows(IllegalStateException.class,
+    assertThrows(JournalLayoutException.class, () -> JournalDatabases.of("ledger", List.of(a)).verifyIdentities());
+    JournalLayoutException refused = assertThrows(JournalLayoutException.class,
         () -> JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities());
     assertTrue(refused.getMessage().contains("a move of the deployment's histories began and has not finished"),
         refused.getMessage());
@@ -176,7 +177,7 @@ class JournalMoveTest {
     JournalDatabase b = fresh();
     writeHistories(JournalDatabases.of("ledger", List.of(a)), 300);
     try (Connection node = a.connect()) {
-      IllegalStateException e = assertThrows(IllegalStateException.class,
+      JournalLayoutException e = assertThrows(JournalLayoutException.class,
           () -> JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> { }));
       assertEquals("[ledger] refused to move histories while other sessions are connected (a node runs, or another "
           + "tool): " + a.jdbcUrl() + " has 1 other session(s). Stop every node of the deployment (and close other "
@@ -191,12 +192,12 @@ class JournalMoveTest {
     JournalDatabase b = fresh();
     JournalDatabase c = fresh();
     writeHistories(JournalDatabases.of("ledger", List.of(a, b)), 400);
-    IllegalStateException reordered = assertThrows(IllegalStateException.class,
+    JournalLayoutException reordered = assertThrows(JournalLayoutException.class,
         () -> JournalMove.addDatabases("ledger", List.of(b, a), List.of(c), line -> { }));
     assertTrue(reordered.getMessage().startsWith("[ledger] refused to move histories from 2 to 3 databases: database 0 ("
         + b.jdbcUrl() + ") says it is database 1 of 2 of deployment [ledger]"), reordered.getMessage());
     writeHistories(JournalDatabases.of("other", List.of(c)), 1);
-    IllegalStateException full = assertThrows(IllegalStateException.class,
+    JournalLayoutException full = assertThrows(JournalLayoutException.class,
         () -> JournalMove.addDatabases("ledger", List.of(a, b), List.of(c), line -> { }));
     assertTrue(full.getMessage().contains("database 2 (" + c.jdbcUrl() + ") says it is database 0 of 1 of deployment "
         + "[other]"), full.getMessage());

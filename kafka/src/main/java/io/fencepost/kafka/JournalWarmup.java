@@ -13,6 +13,7 @@ import java.util.function.IntFunction;
 
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionActorSettings;
+import io.fencepost.errors.JournalLayoutException;
 
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -123,7 +124,7 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
     } else {
       return;
     }
-    throw new IllegalStateException("[" + settings.name() + "] refused to start: the journal [" + journal
+    throw new JournalLayoutException("[" + settings.name() + "] refused to start: the journal [" + journal
         + "] the pipeline would use as database " + index + " of " + count + " (partition-actor.journal-databases) "
         + why + ". Partitions would recover from a database without their histories. Configure the journal with "
         + "JournalDatabases.pekkoConfig() over the deployment's databases in order, and let no other layer "

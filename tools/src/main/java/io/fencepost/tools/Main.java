@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.TreeMap;
 
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.errors.SettingsException;
 
 /**
@@ -51,7 +52,7 @@ public final class Main {
   static int runReporting(String[] args, PrintStream err) {
     try {
       return run(args);
-    } catch (SettingsException | IllegalArgumentException e) {
+    } catch (SettingsException | JournalLayoutException | IllegalArgumentException e) {
       err.println("fencepost " + args[0] + ": " + e.getMessage());
       return 1;
     } catch (Exception | Error e) {

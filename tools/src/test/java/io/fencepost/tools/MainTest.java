@@ -26,7 +26,7 @@ class MainTest {
     int code;
     try {
       code = Main.runReporting(new String[] {"ledger", "--bootstrap", "127.0.0.1:1", "--outbox-topic", "credits",
-          "--jdbc-url", "jdbc:h2:mem:main-test;DATABASE_TO_UPPER=false", "--install-schema", "--port", String.valueOf(FreePorts.next())},
+          "--jdbc-url", "jdbc:h2:mem:main-test;DATABASE_TO_UPPER=false;DB_CLOSE_DELAY=-1", "--install-schema", "--port", String.valueOf(FreePorts.next())},
           new PrintStream(err, true, StandardCharsets.UTF_8));
     } finally {
       System.clearProperty("pekko.kafka.producer.kafka-clients.enable.idempotence");
