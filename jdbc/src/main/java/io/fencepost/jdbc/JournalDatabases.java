@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -44,9 +45,10 @@ public final class JournalDatabases {
     // alone, a database keeps pekko-persistence-jdbc's plugin ids; of several, each has its own
     this.databases = listed.size() == 1 ? listed
         : IntStream.range(0, listed.size()).mapToObj(i -> listed.get(i).asDatabase(i)).toList();
-    if (deployment.isBlank() || deployment.length() > JournalIdentities.MAX_DEPLOYMENT_LENGTH) {
+    if (deployment.isBlank() || deployment.length() > JournalIdentities.MAX_DEPLOYMENT_LENGTH
+        || deployment.indexOf('|') >= 0) {
       throw new IllegalArgumentException("a deployment name is 1 to " + JournalIdentities.MAX_DEPLOYMENT_LENGTH
-          + " characters, not blank, was [" + deployment + "]");
+          + " characters, not blank, without '|', was [" + deployment + "]");
     }
     if (listed.isEmpty()) {
       throw new IllegalArgumentException("[" + deployment + "] needs at least one journal database");
@@ -89,10 +91,12 @@ public final class JournalDatabases {
       throw named.mismatch(found, "the list is not the one the deployment's histories were written with "
           + "(reordered, a database missing or added, or another deployment's)");
     }
-    String registered = found.get(0).get().members();
-    if (!registered.isEmpty() && !registered.equals(members(found))) {
-      throw named.mismatch(found, "database 0 lists other databases as the deployment's (one of these is a copy, "
-          + "or another database claimed its place)");
+    for (int i = 0; i < databases.size(); i++) {
+      String registered = found.get(i).get().members();
+      if (!registered.isEmpty() && !registered.equals(members(found))) {
+        throw named.mismatch(found, "database " + i + " lists other databases as the deployment's (one of these is a "
+            + "copy, or another database claimed its place)");
+      }
     }
     return named;
   }
@@ -200,36 +204,56 @@ public final class JournalDatabases {
       for (int i = 0; i < databases.size(); i++) {
         if (found.get(i).isEmpty()) {
           JournalIdentity wanted = expected(i);
-          Recorded now = onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted));
+          String mine = UUID.randomUUID().toString();
+          Recorded now = onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted, mine));
           found.set(i, Optional.of(now));
-          claimedHere.add(i);
-          claimedMembers.add(now.member());
+          if (now.member().equals(mine)) {
+            claimedHere.add(i);
+            claimedMembers.add(mine);
+          }
           if (!matches(found.get(i), i)) {
-            release(claimedHere, claimedMembers);
-            throw mismatch(found, "another node recorded other identities at the same time, with another list");
+            throw released(claimedHere, claimedMembers, "",
+                mismatch(found, "another node recorded other identities at the same time, with another list"));
           }
         }
       }
     }
-    // Database 0 lists every database's member id: two lists that share database 0 cannot both pass.
+    // Every database lists every database's member id: two lists that share any database cannot both pass.
     String listed = members(found);
-    String registered = onEach(databases.get(0), "record", c -> JournalIdentities.register(c, listed));
-    if (!registered.equals(listed)) {
-      release(claimedHere, claimedMembers);
-      throw mismatch(found, "database 0 lists other databases as the deployment's (another node started at the "
-          + "same time with another list, or one of these databases is a copy or claimed another's place)");
+    for (int i = 0; i < databases.size(); i++) {
+      String registered = found.get(i).get().members();
+      if (!registered.isEmpty() && !registered.equals(listed)) {
+        throw released(claimedHere, claimedMembers, listed, otherList(found, i));
+      }
+    }
+    for (int i = 0; i < databases.size(); i++) {
+      String registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed));
+      if (!registered.equals(listed)) {
+        throw released(claimedHere, claimedMembers, listed, otherList(found, i));
+      }
     }
   }
 
-  /** Undoes this call's claims (of databases that hold no history). */
-  private void release(List<Integer> indexes, List<String> members) {
+  private JournalLayoutException otherList(List<Optional<Recorded>> found, int index) {
+    return mismatch(found, "database " + index + " lists other databases as the deployment's (another node started "
+        + "at the same time with another list, or one of these databases is a copy or claimed another's place)");
+  }
+
+  /** Undoes this call's claims (of databases that hold no history and list no members yet); returns {@code refusal}. */
+  private JournalLayoutException released(List<Integer> indexes, List<String> members, String ownList,
+      JournalLayoutException refusal) {
     for (int k = 0; k < indexes.size(); k++) {
       String member = members.get(k);
-      onEach(databases.get(indexes.get(k)), "release", c -> {
-        JournalIdentities.release(c, member);
-        return null;
-      });
+      try {
+        onEach(databases.get(indexes.get(k)), "release", c -> {
+          JournalIdentities.release(c, member, ownList);
+          return null;
+        });
+      } catch (RuntimeException e) {
+        refusal.addSuppressed(e);
+      }
     }
+    return refusal;
   }
 
   private boolean matches(Optional<Recorded> recorded, int index) {

@@ -78,8 +78,11 @@ public final class JournalMove {
     List<Connection> connections = new ArrayList<>();
     try {
       for (JournalDatabase db : target) {
-        Connection c = db.connect();
-        connections.add(c);
+        connections.add(db.connect());
+      }
+      // Tables first, outside the move's transactions: H2 commits an open transaction on DDL.
+      HistoryRows.createTables(connections);
+      for (Connection c : connections) {
         c.setAutoCommit(false);
       }
       List<Optional<Recorded>> found = new ArrayList<>();
@@ -90,7 +93,12 @@ public final class JournalMove {
       }
       refuseUnlessOffline(connections);
       checkLayout(connections, found);
-      return move(connections, found);
+      List<String> members = new ArrayList<>();
+      for (int i = 0; i < target.size(); i++) {
+        members.add(found.get(i).map(Recorded::member).orElseGet(() -> UUID.randomUUID().toString()));
+      }
+      markMoving(connections, found, members);
+      return move(connections, found, members);
     } catch (SQLException e) {
       throw new IllegalStateException("[" + deployment + "] the move of histories failed: " + e.getMessage()
           + "; nothing is half-done in a database, and no node starts until the same move is run again", e);
@@ -98,12 +106,54 @@ public final class JournalMove {
       for (Connection c : connections) {
         try {
           c.rollback();
+        } catch (SQLException ignored) {
+          // closing anyway
+        }
+        try {
           c.close();
         } catch (SQLException ignored) {
-          // closing
+          // closed
         }
       }
     }
+  }
+
+  /**
+   * Records in every database, committed before anything moves, that a move is under way: from then on
+   * a node refuses to start on any list (its identity check, and its pipeline's, read the mark). Then
+   * checks again that no other session is connected; if one is, puts back what each database recorded
+   * and refuses.
+   */
+  private void markMoving(List<Connection> connections, List<Optional<Recorded>> found, List<String> members)
+      throws SQLException {
+    int m = target.size();
+    for (int i = 0; i < m; i++) {
+      if (found.get(i).map(r -> r.identity().moving() || r.identity().count() == m).orElse(false)) {
+        continue;   // marked (or settled) by an earlier run of this move
+      }
+      JournalIdentities.replace(connections.get(i), new JournalIdentity(deployment, i, m, true), members.get(i),
+          found.get(i).map(Recorded::members).orElse(""));
+      connections.get(i).commit();
+    }
+    try {
+      refuseUnlessOffline(connections);
+    } catch (JournalLayoutException busy) {
+      for (int i = 0; i < m; i++) {
+        Optional<Recorded> before = found.get(i);
+        if (before.map(r -> r.identity().moving() || r.identity().count() == m).orElse(false)) {
+          continue;
+        }
+        if (before.isPresent()) {
+          JournalIdentities.replace(connections.get(i), before.get().identity(), before.get().member(),
+              before.get().members());
+        } else {
+          JournalIdentities.erase(connections.get(i));
+        }
+        connections.get(i).commit();
+      }
+      throw busy;
+    }
+    progress.accept("every database records that a move is under way: no node starts until it ends");
   }
 
   /** No other session on any database: no node runs (its pool would hold connections). */
@@ -161,18 +211,16 @@ public final class JournalMove {
     }
   }
 
-  private Report move(List<Connection> connections, List<Optional<Recorded>> found) throws SQLException {
+  private Report move(List<Connection> connections, List<Optional<Recorded>> found, List<String> members)
+      throws SQLException {
     int n = current.size();
     int m = target.size();
-    // Which databases already took in their histories, and which already dropped those that left.
-    boolean[] tookIn = new boolean[m];
+    // Databases that already dropped the histories that moved away (a run interrupted in round 2):
+    // every copy was committed before the first of them did.
     boolean[] settled = new boolean[m];
-    List<String> members = new ArrayList<>();
     for (int i = 0; i < m; i++) {
       JournalIdentity after = new JournalIdentity(deployment, i, m);
-      tookIn[i] = found.get(i).map(x -> x.identity().moving(false).equals(after)).orElse(false);
       settled[i] = found.get(i).map(x -> x.identity().equals(after)).orElse(false);
-      members.add(found.get(i).map(Recorded::member).orElseGet(() -> UUID.randomUUID().toString()));
     }
     String allMembers = String.join(",", members);
     TreeSet<PartitionId> partitions = new TreeSet<>((x, y) -> x.qualifiedName().compareTo(y.qualifiedName()));
@@ -181,10 +229,10 @@ public final class JournalMove {
     }
     List<PartitionId> moved = new ArrayList<>();
     long rows = 0;
-    // Round 1: each database takes in what moves to it (from a source that still holds it), and
-    // records that a move is under way.
+    // Round 1: each database takes in what moves to it, from a source that still holds it (again,
+    // after an interruption: a copy replaces what an earlier run copied).
     for (int to = 0; to < m; to++) {
-      if (tookIn[to]) {
+      if (settled[to]) {
         continue;
       }
       for (PartitionId p : partitions) {
@@ -196,15 +244,11 @@ public final class JournalMove {
               + " -> " + to);
         }
       }
-      JournalIdentities.replace(connections.get(to), new JournalIdentity(deployment, to, m, true), members.get(to),
-          to == 0 ? allMembers : "");
     }
     for (int i = 0; i < m; i++) {
-      if (!tookIn[i]) {
-        connections.get(i).commit();
-      }
+      connections.get(i).commit();
     }
-    progress.accept("every database took in the histories that move to it; no node starts until the move ends");
+    progress.accept("every database took in the histories that move to it");
     // Round 2: each database drops what moved away, and records its place in the longer list.
     for (int from = 0; from < m; from++) {
       if (settled[from]) {
@@ -217,7 +261,7 @@ public final class JournalMove {
         }
       }
       JournalIdentities.replace(connections.get(from), new JournalIdentity(deployment, from, m), members.get(from),
-          from == 0 ? allMembers : "");
+          allMembers);
       connections.get(from).commit();
       progress.accept("database " + from + " (" + target.get(from).jdbcUrl() + ") dropped the histories that moved "
           + "away and records that it is database " + from + " of " + m);

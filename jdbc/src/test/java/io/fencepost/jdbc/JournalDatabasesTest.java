@@ -150,6 +150,17 @@ class JournalDatabasesTest {
   }
 
   @Test
+  void twoListsSharingOnlyTheirLastDatabaseCannotBothPass() {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabase c = fresh();
+    JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+    String why = refusal(JournalDatabases.of("ledger", List.of(c, b)));
+    assertEquals(true, why.contains("database 1 lists other databases as the deployment's"), why);
+    assertEquals(Optional.empty(), identity(c), "the refused list's claim of c was undone");
+  }
+
+  @Test
   void eachDatabaseRepeatsItsIdentityInItsJournal() throws SQLException {
     JournalDatabase a = fresh();
     JournalDatabase b = fresh();

@@ -106,16 +106,62 @@ public final class HistoryRows {
     delete(to, p);
     long rows = 0;
     for (Part part : parts(from, p)) {
-      if (part.table().equals(PROJECTIONS) && !SqlScripts.tableExists(to, PROJECTIONS)) {
-        try (Statement st = to.createStatement()) {
-          st.execute(ProjectionTables.CREATE_OFFSETS);
-        }
-      }
       for (String id : part.ids()) {
         rows += copyRows(from, to, part.table(), id);
       }
     }
+    if (SqlScripts.tableExists(from, PROJECTIONS)) {
+      rows += copyTopicRows(from, to, p);
+    }
     return rows;
+  }
+
+  /**
+   * A projection's row for the partition's topic ({@code fencepost|group|topic|}, position 0), which
+   * holds compaction back for partitions the projection has not found yet: wherever the partition
+   * goes, the row must be there too.
+   */
+  private static long copyTopicRows(Connection from, Connection to, PartitionId p) throws SQLException {
+    String topicRow = PREFIX + p.group() + "|" + p.topic() + "|";
+    long rows = 0;
+    try (PreparedStatement read = from.prepareStatement("SELECT projection, seq FROM " + PROJECTIONS
+        + " WHERE persistence_id = ?")) {
+      read.setString(1, topicRow);
+      try (ResultSet rs = read.executeQuery()) {
+        while (rs.next()) {
+          try (PreparedStatement write = to.prepareStatement("INSERT INTO " + PROJECTIONS + " (projection, "
+              + "persistence_id, seq) SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM " + PROJECTIONS
+              + " WHERE projection = ? AND persistence_id = ?)")) {
+            write.setString(1, rs.getString(1));
+            write.setString(2, topicRow);
+            write.setLong(3, rs.getLong(2));
+            write.setString(4, rs.getString(1));
+            write.setString(5, topicRow);
+            rows += write.executeUpdate();
+          }
+        }
+      }
+    }
+    return rows;
+  }
+
+  /**
+   * Creates, before the move's transactions (H2 commits an open transaction on DDL), the identity
+   * table in every database and the projections' table in every database when one has it.
+   */
+  public static void createTables(List<Connection> connections) throws SQLException {
+    boolean projections = false;
+    for (Connection c : connections) {
+      JournalIdentities.createTableIfMissing(c);
+      projections |= SqlScripts.tableExists(c, PROJECTIONS);
+    }
+    if (projections) {
+      for (Connection c : connections) {
+        try (Statement st = c.createStatement()) {
+          st.execute(ProjectionTables.CREATE_OFFSETS);
+        }
+      }
+    }
   }
 
   /** Deletes partition {@code p}'s rows from this database. */
@@ -134,6 +180,7 @@ public final class HistoryRows {
       throws SQLException {
     long rows = 0;
     try (PreparedStatement read = from.prepareStatement("SELECT * FROM " + table + " WHERE persistence_id = ?")) {
+      read.setFetchSize(100);   // a cursor (the connection is in a transaction): not a whole history in memory
       read.setString(1, persistenceId);
       try (ResultSet rs = read.executeQuery()) {
         ResultSetMetaData md = rs.getMetaData();
@@ -179,7 +226,6 @@ public final class HistoryRows {
    * starts meanwhile waits for the move's first round and then reads what it recorded).
    */
   public static void lockIdentity(Connection c) throws SQLException {
-    JournalIdentities.createTableIfMissing(c);
     if (postgres(c)) {
       try (Statement st = c.createStatement()) {
         st.execute("LOCK TABLE " + JournalIdentities.TABLE + " IN ACCESS EXCLUSIVE MODE");
@@ -190,8 +236,9 @@ public final class HistoryRows {
   /** Sessions connected to this database other than {@code c}'s own. */
   public static int otherSessions(Connection c) throws SQLException {
     String sql = postgres(c)
+        // backend_type is NULL for other roles' sessions unless the user may read all statistics
         ? "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-            + "AND backend_type = 'client backend'"
+            + "AND (backend_type = 'client backend' OR backend_type IS NULL)"
         : "SELECT count(*) FROM INFORMATION_SCHEMA.SESSIONS WHERE SESSION_ID <> SESSION_ID()";
     try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
       rs.next();

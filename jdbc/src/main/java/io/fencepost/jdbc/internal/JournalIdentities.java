@@ -60,21 +60,21 @@ public final class JournalIdentities {
   }
 
   /**
-   * Records {@code identity} with a new member id (and its journal entry), unless another node
-   * recorded one first: returns what the database records afterwards (the caller compares it with
-   * what it expected, and its member id with the one it would have recorded).
+   * Records {@code identity} with member id {@code member} (and its journal entry), unless another
+   * node recorded one first: returns what the database records afterwards (the caller compares it
+   * with what it expected, and the member id with its own to know whether the claim is its).
    */
-  public static Recorded claim(Connection c, JournalIdentity identity) throws SQLException {
+  public static Recorded claim(Connection c, JournalIdentity identity, String member) throws SQLException {
     createTableIfMissing(c);
     boolean autoCommit = c.getAutoCommit();
     c.setAutoCommit(false);
     try {
-      insert(c, identity, UUID.randomUUID().toString(), "");
+      insert(c, identity, member, "");
       c.commit();
     } catch (SQLException e) {
       c.rollback();
-      if (!UNIQUE_VIOLATION.equals(e.getSQLState())) {
-        throw e;
+      if (!UNIQUE_VIOLATION.equals(e.getSQLState()) || readRow(c).isEmpty()) {
+        throw e;   // (a journal entry without its identity row is not another node's claim)
       }
       // another node claimed it meanwhile: what it recorded stands
     } finally {
@@ -84,19 +84,23 @@ public final class JournalIdentities {
   }
 
   /**
-   * Undoes a claim of this node's ({@code member}) while the database holds no history: a start
-   * refused after claiming leaves no trace.
+   * Undoes this node's claim ({@code member}) while no list but its own ({@code ownList}) is
+   * registered on it and the database holds no history: a start refused after claiming leaves no
+   * trace, and never removes a claim another node's list refers to.
    */
-  public static void release(Connection c, String member) throws SQLException {
-    if (holdsJournalEntries(c)) {
-      return;
-    }
+  public static void release(Connection c, String member, String ownList) throws SQLException {
     boolean autoCommit = c.getAutoCommit();
     c.setAutoCommit(false);
-    try (PreparedStatement st = c.prepareStatement("DELETE FROM " + TABLE + " WHERE member = ?")) {
-      st.setString(1, member);
-      if (st.executeUpdate() > 0) {
-        deleteJournalEntry(c);
+    try {
+      if (!holdsJournalEntries(c)) {
+        try (PreparedStatement st = c.prepareStatement("DELETE FROM " + TABLE + " WHERE member = ? "
+            + "AND (members IS NULL OR members = '' OR members = ?)")) {
+          st.setString(1, member);
+          st.setString(2, ownList);
+          if (st.executeUpdate() > 0) {
+            deleteJournalEntry(c);
+          }
+        }
       }
       c.commit();
     } catch (SQLException e) {
@@ -108,8 +112,9 @@ public final class JournalIdentities {
   }
 
   /**
-   * Database 0: records {@code members} (the member ids of the list, in order) unless some are
-   * recorded already; returns what is recorded afterwards.
+   * Records {@code members} (the member ids of the whole list, in order) unless some are recorded
+   * already; returns what is recorded afterwards. Every database of a list records it, so two lists
+   * that share any database cannot both pass.
    */
   public static String register(Connection c, String members) throws SQLException {
     try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = ? WHERE singleton = 0 "
@@ -122,15 +127,23 @@ public final class JournalIdentities {
 
   /**
    * Records {@code identity}, {@code member} and {@code members} in place of whatever the database
-   * records, with its journal entry, in the caller's transaction (a move of histories).
+   * records, with its journal entry, in the caller's transaction (a move of histories; the table
+   * exists: H2 commits the open transaction on DDL).
    */
   public static void replace(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
-    createTableIfMissing(c);
     try (Statement st = c.createStatement()) {
       st.executeUpdate("DELETE FROM " + TABLE);
     }
     deleteJournalEntry(c);
     insert(c, identity, member, members);
+  }
+
+  /** Removes what the database records (identity row and journal entry), in the caller's transaction. */
+  public static void erase(Connection c) throws SQLException {
+    try (Statement st = c.createStatement()) {
+      st.executeUpdate("DELETE FROM " + TABLE);
+    }
+    deleteJournalEntry(c);
   }
 
   private static void insert(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
