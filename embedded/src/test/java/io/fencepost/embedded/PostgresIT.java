@@ -107,6 +107,35 @@ class PostgresIT {
     }
   }
 
+  /** Nodes starting together on fresh databases: PostgreSQL's CREATE TABLE IF NOT EXISTS races; every start passes. */
+  @Test
+  void nodesStartingTogetherOnPostgresAllPass() throws Exception {
+    JournalDatabase a = Postgres.shared().createDatabase("together_a");
+    JournalDatabase b = Postgres.shared().createDatabase("together_b");
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(6);
+    try {
+      a.installSchema();
+      b.installSchema();
+      java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+      List<java.util.concurrent.Future<?>> starts = new java.util.ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        starts.add(pool.submit(() -> {
+          go.await();
+          JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+          return null;
+        }));
+      }
+      go.countDown();
+      for (java.util.concurrent.Future<?> start : starts) {
+        start.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+      Postgres.shared().dropDatabase(a);
+      Postgres.shared().dropDatabase(b);
+    }
+  }
+
   /** Adding a database on PostgreSQL: refused while another session is connected, then each history moved once. */
   @Test
   void aMoveOfHistoriesOnPostgresWaitsForTheNodesToStopAndMovesEachHistoryOnce() throws Exception {

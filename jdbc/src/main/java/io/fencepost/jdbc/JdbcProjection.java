@@ -20,6 +20,7 @@ import io.fencepost.AppliedBatch;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.internal.JournalIds;
 import io.fencepost.jdbc.internal.ProjectionTables;
+import io.fencepost.jdbc.internal.SqlScripts;
 import io.fencepost.errors.JournalGapException;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
@@ -152,8 +153,8 @@ public final class JdbcProjection implements AutoCloseable {
 
   /** Creates the positions table if it is missing. */
   public JdbcProjection installSchema() {
-    try (Connection c = db.connect(); Statement st = c.createStatement()) {
-      st.execute(ProjectionTables.CREATE_OFFSETS);
+    try (Connection c = db.connect()) {
+      SqlScripts.createTable(c, "fencepost_projection_offsets", ProjectionTables.CREATE_OFFSETS);
     } catch (SQLException e) {
       throw new IllegalStateException("cannot create fencepost_projection_offsets on " + db.jdbcUrl() + ": "
           + e.getMessage(), e);

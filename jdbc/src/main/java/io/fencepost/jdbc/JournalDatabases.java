@@ -175,9 +175,10 @@ public final class JournalDatabases {
    * Checks that every database is the one the list says it is, recording the identities on a
    * deployment's first start (while no database holds a journal entry; a single database is recorded
    * whatever it holds, since every partition's history is in it anyway). Safe to call from several
-   * nodes at once. Throws {@link IllegalStateException} when a database says it is another index, of
-   * another count or of another deployment, or records nothing while the deployment has a history
-   * ({@link JournalLayoutException}; {@link IllegalStateException} when a database cannot be reached).
+   * nodes at once. Throws {@link JournalLayoutException} when a database says it is another index, of
+   * another count or of another deployment, records nothing while the deployment has a history, lists
+   * other databases as the deployment's, or is being moved; {@link IllegalStateException} when a
+   * database cannot be reached.
    */
   public void verifyIdentities() {
     List<Optional<Recorded>> found = new ArrayList<>();

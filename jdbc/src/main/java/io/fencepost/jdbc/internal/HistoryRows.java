@@ -157,9 +157,7 @@ public final class HistoryRows {
     }
     if (projections) {
       for (Connection c : connections) {
-        try (Statement st = c.createStatement()) {
-          st.execute(ProjectionTables.CREATE_OFFSETS);
-        }
+        SqlScripts.createTable(c, PROJECTIONS, ProjectionTables.CREATE_OFFSETS);
       }
     }
   }

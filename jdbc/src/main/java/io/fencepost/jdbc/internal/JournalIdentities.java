@@ -198,12 +198,10 @@ public final class JournalIdentities {
 
   /** Creates the identity table unless it exists. */
   public static void createTableIfMissing(Connection c) throws SQLException {
-    try (Statement st = c.createStatement()) {
-      st.execute("CREATE TABLE IF NOT EXISTS " + TABLE + " (singleton INT NOT NULL PRIMARY KEY CHECK (singleton = 0), "
-          + "deployment VARCHAR(" + MAX_DEPLOYMENT_LENGTH + ") NOT NULL, database_index INT NOT NULL, "
-          + "database_count INT NOT NULL, moving INT NOT NULL, member VARCHAR(36) NOT NULL, members VARCHAR(4000), "
-          + "claimed_at VARCHAR(64) NOT NULL)");
-    }
+    SqlScripts.createTable(c, TABLE, "CREATE TABLE IF NOT EXISTS " + TABLE + " (singleton INT NOT NULL PRIMARY KEY "
+        + "CHECK (singleton = 0), deployment VARCHAR(" + MAX_DEPLOYMENT_LENGTH + ") NOT NULL, database_index INT NOT "
+        + "NULL, database_count INT NOT NULL, moving INT NOT NULL, member VARCHAR(36) NOT NULL, members VARCHAR(4000), "
+        + "claimed_at VARCHAR(64) NOT NULL)");
   }
 
   private static Optional<Recorded> readRow(Connection c) throws SQLException {

@@ -37,6 +37,22 @@ public final class SqlScripts {
   }
 
   /** Whether a table of this name exists (any case). */
+  /**
+   * Runs {@code createIfNotExists} (a {@code CREATE TABLE IF NOT EXISTS}), tolerating another session
+   * that creates {@code table} at the same moment: PostgreSQL's {@code IF NOT EXISTS} is not safe
+   * against that race and fails on its catalog's unique key (nodes starting together).
+   */
+  public static void createTable(Connection connection, String table, String createIfNotExists) throws SQLException {
+    try (Statement st = connection.createStatement()) {
+      st.execute(createIfNotExists);
+    } catch (SQLException e) {
+      boolean raced = "23505".equals(e.getSQLState()) || "42P07".equals(e.getSQLState());
+      if (!raced || !connection.getAutoCommit() || !tableExists(connection, table)) {
+        throw e;
+      }
+    }
+  }
+
   public static boolean tableExists(Connection connection, String table) throws SQLException {
     DatabaseMetaData md = connection.getMetaData();
     for (String name : new String[] {table, table.toUpperCase(Locale.ROOT)}) {
