@@ -255,9 +255,16 @@ class PartitionOwnershipTest {
     await(again::isDone, "a second turn of the consumer thread");
   }
 
+  /**
+   * Adds the records as one step: MockConsumer's poll and addRecord lock the consumer, and a poll
+   * between two additions would return the first ones and drop the rest of its list, after which
+   * records added later come back from whatever position, unlike a broker's log after a seek.
+   */
   private static void addRecords(TestConsumer c, TopicPartition tp, long from, long to) {
-    for (long o = from; o <= to; o++) {
-      c.addRecord(new ConsumerRecord<>(tp.topic(), tp.partition(), o, new byte[0], new byte[] {(byte) o}));
+    synchronized (c) {
+      for (long o = from; o <= to; o++) {
+        c.addRecord(new ConsumerRecord<>(tp.topic(), tp.partition(), o, new byte[0], new byte[] {(byte) o}));
+      }
     }
   }
 
