@@ -9,7 +9,7 @@ import org.apache.pekko.actor.typed.ExtensionId;
 /**
  * The name a node's partitions report as their owner ({@code pekko://system@host:port}). By default
  * the actor system's own address; a node whose cluster membership runs in an actor system of its own
- * (the kafka module's {@code ClusterMembership}) names its partitions by that system's address, which
+ * (the connectors module's {@code ClusterMembership}) names its partitions by that system's address, which
  * stays the same while the membership restarts.
  */
 public final class NodeName implements Extension {

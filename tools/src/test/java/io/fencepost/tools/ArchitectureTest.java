@@ -72,7 +72,7 @@ class ArchitectureTest {
       assertTrue(n >= 3, pkg + ": only " + n + " classes imported; the rules would check nothing there");
     }
     assertTrue(classes.contain("io.fencepost.PartitionBehavior"), "core's package-private classes are imported");
-    assertTrue(classes.contain("io.fencepost.kafka.RunningPipeline"), "the kafka module's classes are imported");
+    assertTrue(classes.contain("io.fencepost.kafka.RunningPipeline"), "the connectors module's classes are imported");
   }
 
   @Test

@@ -19,7 +19,7 @@ import org.apache.pekko.actor.ExtendedActorSystem;
 @InternalApi
 public final class QuerySerializer extends BinarySerializer {
 
-  /** Registered in the kafka module's reference.conf; never reuse or change. */
+  /** Registered in the connectors module's reference.conf; never reuse or change. */
   public static final int IDENTIFIER = 741_102;
 
   private static final String REQUEST = "Q";

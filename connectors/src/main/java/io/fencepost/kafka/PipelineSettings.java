@@ -14,7 +14,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
  * Immutable settings of one Kafka pipeline, read from {@code fencepost.pipelines.<name>} with
- * fallback to {@code fencepost.pipeline} (every key documented in the kafka module's reference.conf),
+ * fallback to {@code fencepost.pipeline} (every key documented in the connectors module's reference.conf),
  * and validated on creation: settings that would silently weaken the guarantee are refused with a
  * {@link SettingsException} naming the key and the fix.
  *

@@ -3,7 +3,7 @@ package io.fencepost.kafka.internal;
 import io.fencepost.internal.NodeName;
 import org.apache.pekko.actor.typed.ActorSystem;
 
-/** The kafka module's access to the node name its partitions report (core's {@link NodeName}). */
+/** The connectors module's access to the node name its partitions report (core's {@link NodeName}). */
 public final class NodeNames {
 
   private NodeNames() {
