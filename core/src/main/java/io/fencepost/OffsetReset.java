@@ -6,6 +6,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 
+import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.internal.OffsetResetBehavior;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -41,7 +42,10 @@ public final class OffsetReset {
   /**
    * Sets the stored next offset of {@code partition} to {@code nextOffset} in the journal that
    * {@code settings} name. Completes once the write is durable (nothing is written when the offset is
-   * there already); fails after {@code timeout} (the partition's recovery and one write).
+   * there already); fails after {@code timeout} (the partition's recovery and one write), and at once
+   * with a {@link JournalLayoutException} when the journal database refuses the write because a
+   * journal move took the partition's history to another database (the list of databases in
+   * {@code settings} is an old one).
    */
   public static CompletionStage<Result> to(ActorSystem<?> system, PartitionId partition, long nextOffset,
       PartitionActorSettings settings, Duration timeout) {
@@ -52,9 +56,13 @@ public final class OffsetReset {
     ActorRef<OffsetResetBehavior.Command> writer = system.systemActorOf(new OffsetResetBehavior(partition,
         settings.journalPluginId(partition), settings.snapshotPluginId(partition)), "fencepost-offset-reset-" + UUID.randomUUID(),
         Props.empty());
-    return AskPattern.<OffsetResetBehavior.Command, Long>ask(writer,
+    return AskPattern.<OffsetResetBehavior.Command, Long>askWithStatus(writer,
         replyTo -> new OffsetResetBehavior.Command(nextOffset, replyTo), timeout, system.scheduler())
         .handle((before, error) -> {
+          Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+          if (cause instanceof JournalLayoutException refused) {
+            throw new CompletionException(refused);
+          }
           if (error != null) {
             throw new CompletionException(new IllegalStateException("the reset of "
                 + partition.shortName() + " to " + nextOffset + " did not complete within " + timeout + ": the "

@@ -4,13 +4,17 @@ import java.util.List;
 import java.util.UUID;
 
 import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalLayoutException;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.pattern.StatusReply;
+import org.apache.pekko.persistence.typed.JournalPersistFailed;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
 import org.apache.pekko.persistence.typed.javadsl.Effect;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
+import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 
 /**
  * A short-lived writer of one partition's journal that moves its stored next offset (see
@@ -24,7 +28,7 @@ public final class OffsetResetBehavior
     extends EventSourcedBehavior<OffsetResetBehavior.Command, BatchEvent, OffsetResetBehavior.Stored> {
 
   /** Moves the stored next offset to {@code nextOffset} and replies with the offset before it. */
-  public record Command(long nextOffset, ActorRef<Long> replyTo) {
+  public record Command(long nextOffset, ActorRef<StatusReply<Long>> replyTo) {
   }
 
   /** What the move needs of the partition's state. */
@@ -34,11 +38,15 @@ public final class OffsetResetBehavior
     }
   }
 
+  private final PartitionId partition;
   private final String journalPluginId;
   private final String snapshotPluginId;
+  /** Who waits for the write in flight: told at once when the journal refuses it (the actor then stops). */
+  private ActorRef<StatusReply<Long>> waiting;
 
   public OffsetResetBehavior(PartitionId partition, String journalPluginId, String snapshotPluginId) {
     super(PersistenceId.ofUniqueId(partition.persistenceId()));
+    this.partition = partition;
     this.journalPluginId = journalPluginId;
     this.snapshotPluginId = snapshotPluginId;
   }
@@ -83,13 +91,32 @@ public final class OffsetResetBehavior
   public CommandHandler<Command, BatchEvent, Stored> commandHandler() {
     return newCommandHandlerBuilder().forAnyState().onCommand(Command.class, (state, cmd) -> {
       if (cmd.nextOffset() == state.nextOffset()) {
-        return Effect().none().thenRun(s -> cmd.replyTo().tell(state.nextOffset())).thenStop();
+        return Effect().none().thenRun(s -> cmd.replyTo().tell(StatusReply.success(state.nextOffset()))).thenStop();
       }
       // No records, no keys: only the offset moves (below fromOffset: backwards). The partition clock
       // does not move either.
       BatchEvent reset = new BatchEvent("offset-reset-" + UUID.randomUUID(), state.nextOffset(), cmd.nextOffset(),
           state.clockMillis(), List.of(), new long[0], 0, 0);
-      return Effect().persist(reset).thenRun(s -> cmd.replyTo().tell(state.nextOffset())).thenStop();
+      waiting = cmd.replyTo();
+      return Effect().persist(reset).thenRun(s -> cmd.replyTo().tell(StatusReply.success(state.nextOffset())))
+          .thenStop();
+    }).build();
+  }
+
+  @Override
+  public SignalHandler<Stored> signalHandler() {
+    return newSignalHandlerBuilder().onSignal(JournalPersistFailed.class, (state, failed) -> {
+      if (waiting == null) {
+        return;
+      }
+      Throwable failure = failed.getFailure();
+      String moved = JournalFenceRefusal.in(failure, partition.persistenceId()).orElse(null);
+      waiting.tell(StatusReply.error(moved != null
+          ? new JournalLayoutException("the reset of " + partition.shortName() + " was refused by the journal "
+              + "database, nothing was written: " + moved)
+          : new IllegalStateException("the journal write of the reset of " + partition.shortName() + " failed "
+              + "(it may still commit: look at the stored offset and run it again): " + failure, failure)));
+      waiting = null;
     }).build();
   }
 }

@@ -18,6 +18,7 @@ import java.util.function.Supplier;
 
 import io.fencepost.AppliedBatch;
 import io.fencepost.PartitionId;
+import io.fencepost.jdbc.internal.JournalFence;
 import io.fencepost.jdbc.internal.JournalIds;
 import io.fencepost.jdbc.internal.ProjectionTables;
 import io.fencepost.jdbc.internal.SqlScripts;
@@ -93,6 +94,11 @@ public final class JdbcProjection implements AutoCloseable {
   private ScheduledExecutorService scheduler;
   /** Persistence ids stopped at a journal gap (logged once each). */
   private final Set<String> gaps = ConcurrentHashMap.newKeySet();
+  /**
+   * Persistence ids whose history a journal move took to another database: the database's fence
+   * refuses this projection's position there, for good (logged once each at ERROR, then skipped).
+   */
+  private final Set<String> movedAway = ConcurrentHashMap.newKeySet();
   /** Persistence ids whose last transaction failed: taken one batch per transaction until it passes. */
   private final Set<String> isolating = ConcurrentHashMap.newKeySet();
   private List<String> lastSources = List.of();
@@ -202,6 +208,9 @@ public final class JdbcProjection implements AutoCloseable {
         try {
           st.executeUpdate();
         } catch (SQLException e) {
+          if (movedAway(pid, e)) {
+            continue;
+          }
           if (e.getSQLState() == null || !e.getSQLState().startsWith("23")) {
             throw e;   // 23...: another instance registered it at the same time
           }
@@ -235,6 +244,9 @@ public final class JdbcProjection implements AutoCloseable {
     int start = pids.isEmpty() ? 0 : Math.floorMod(nextStart++, pids.size());
     for (int i = 0; i < pids.size() && !closed; i++) {
       String pid = pids.get((start + i) % pids.size());
+      if (movedAway.contains(pid)) {
+        continue;
+      }
       try {
         int n = catchUp(pid);
         applied += n;
@@ -362,12 +374,36 @@ public final class JdbcProjection implements AutoCloseable {
       return project(c, journal, pid);
     } catch (SQLException e) {
       abandon(c, e);
+      if (movedAway(pid, e)) {
+        return 0;
+      }
       throw new IllegalStateException("[" + name + "] journal [" + pid + "] not projected (tried again): "
           + e.getMessage(), e);
     } catch (RuntimeException | Error e) {
       abandon(c, e);
+      if (movedAway(pid, e)) {
+        return 0;
+      }
       throw e;
     }
+  }
+
+  /**
+   * Whether {@code failure} is this database's journal fence refusing {@code pid}'s position: its
+   * history moved to another database, whose projection goes on from the position the move copied.
+   * This one stops projecting it (rolled back: nothing of the batch counted here), saying so once.
+   */
+  private boolean movedAway(String pid, Throwable failure) {
+    String refusal = JournalFence.refusalIn(failure, pid).orElse(null);
+    if (refusal == null) {
+      return false;
+    }
+    if (movedAway.add(pid)) {
+      log.error("[{}] projection stopped for [{}] on {}: {}. Nothing of the refused batch was applied here; the "
+          + "projection of the database the history moved to goes on from the position the move copied",
+          name, pid, db.jdbcUrl(), refusal);
+    }
+    return true;
   }
 
   /** The database cannot be reached: the rest of the run would only wait for the same timeout. */

@@ -203,4 +203,53 @@ class JournalMoveTest {
         + "[other]"), full.getMessage());
     assertEquals(expectedOffsets(400), recovered(JournalDatabases.of("ledger", List.of(a, b)), 400));
   }
+
+  /**
+   * A writer the move's session count cannot see (here a node whose pool connected only after the
+   * move; in production one whose pool held no connection at that moment, or one behind a connection
+   * pooler) still writes with the old list: the database refuses its writes of a moved history and of
+   * that history's projection position, naming the move, and takes those of histories that stayed.
+   */
+  @Test
+  void aWriterTheMoveDidNotSeeCannotWriteAMovedHistoryThere() throws Exception {
+    JournalDatabase a = fresh();
+    JournalDatabase b = fresh();
+    JournalDatabases one = JournalDatabases.of("ledger", List.of(a));
+    writeHistories(one, 100);
+    for (PartitionId id : PARTITIONS) {
+      extras(a, id);
+    }
+    Config stale = one.pekkoConfig().withFallback(ConfigFactory.parseString("pekko.loglevel = OFF"))
+        .withFallback(ConfigFactory.load());
+    JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> { });
+    PartitionId moved = PARTITIONS.stream().filter(id -> id.journalDatabase(2) == 1).findFirst().orElseThrow();
+    PartitionId stayed = PARTITIONS.stream().filter(id -> id.journalDatabase(2) == 0).findFirst().orElseThrow();
+    ActorSystem<Void> node = ActorSystem.create(Behaviors.empty(), "stale", stale);
+    try {
+      PartitionActorSettings settings = PartitionActorSettings.create(stale);
+      java.util.concurrent.ExecutionException refused = assertThrows(java.util.concurrent.ExecutionException.class,
+          () -> OffsetReset.to(node, moved, 500, settings, Duration.ofSeconds(30)).toCompletableFuture()
+              .get(60, TimeUnit.SECONDS));
+      assertTrue(refused.getCause() instanceof JournalLayoutException, refused.getCause().toString());
+      assertTrue(refused.getCause().getMessage().contains("journal fence: [" + moved.persistenceId() + "] belongs to "
+          + "database 1 of 2 of deployment [ledger] since a journal move, not to this database (0 of 2)"),
+          refused.getCause().getMessage());
+      assertEquals(0, rows(a, "event_journal", moved.persistenceId()), "nothing of the moved history in its old home");
+      assertEquals(100 + stayed.partition(), OffsetReset.to(node, stayed, 500, settings, Duration.ofSeconds(30))
+          .toCompletableFuture().get(60, TimeUnit.SECONDS).before(), "a history that stayed takes the write");
+    } finally {
+      node.terminate();
+      node.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+    try (Connection c = a.connect(); PreparedStatement st = c.prepareStatement(
+        "INSERT INTO fencepost_projection_offsets (projection, persistence_id, seq) VALUES ('balances', ?, 1)")) {
+      st.setString(1, moved.persistenceId());
+      SQLException e = assertThrows(SQLException.class, st::executeUpdate);
+      assertEquals("FP001", e.getSQLState(), e.toString());
+    }
+    Map<Integer, Long> expected = expectedOffsets(100);
+    expected.put(stayed.partition(), 500L);
+    assertEquals(expected, recovered(JournalDatabases.of("ledger", List.of(a, b)), 100),
+        "the moved history holds only what the move copied");
+  }
 }

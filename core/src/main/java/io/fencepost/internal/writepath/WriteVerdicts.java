@@ -8,7 +8,9 @@ import io.fencepost.PartitionId;
 import io.fencepost.errors.HandlerFailedException;
 import io.fencepost.errors.PartitionFencedException;
 import io.fencepost.errors.RetriableException;
+import io.fencepost.errors.PartitionHaltedException;
 import io.fencepost.internal.BatchEvent;
+import io.fencepost.internal.JournalFenceRefusal;
 import io.fencepost.internal.PartitionMetrics;
 import io.fencepost.internal.PartitionState;
 import io.fencepost.internal.UniqueKeyViolation;
@@ -58,6 +60,11 @@ public final class WriteVerdicts<S> {
    * before the recovery that follows (which a node shutting down may never run).
    */
   public void failed(Throwable failure) {
+    String moved = JournalFenceRefusal.in(failure, partition.persistenceId()).orElse(null);
+    if (moved != null) {
+      haltMoved(moved, failure);
+      return;
+    }
     if (!UniqueKeyViolation.in(failure, partition.persistenceId())) {
       log.warn("[{}] journal write failed; the actor recovers (with backoff) and the batch is resent: {}{}",
           partition.shortName(), failure, failure.getCause() == null ? "" : " (" + failure.getCause() + ")");
@@ -71,6 +78,27 @@ public final class WriteVerdicts<S> {
     log.warn("[{}] [{}] fenced: the journal refused this incarnation's {} on its unique key: another "
         + "incarnation wrote the same sequence number first. Nothing of it was applied; the actor recovers the "
         + "other's write and stops.", partition.shortName(), partition.qualifiedName(), what);
+  }
+
+  /**
+   * The database refused the write because a journal move took this partition's history to another
+   * database: this node writes with an old list of databases. Nothing was applied; resending would be
+   * refused forever, so the partition halts (the batch waiting for the write and every later one are
+   * refused with that) until the node is restarted on the list the databases record.
+   */
+  private void haltMoved(String refusal, Throwable failure) {
+    PartitionHaltedException halted = standing.halt("journal-moved", "the journal database refused this "
+        + "partition's write: " + refusal + ". Nothing of it was applied. This node writes with an old list of "
+        + "journal databases (a journal move ran while it was running): stop it, and start it with the list the "
+        + "databases record", failure);
+    atMostOnce.effects().abandoned("the partition's history moved to another journal database");
+    if (pending.awaited()) {
+      ActorRef<BatchOutcome> replyTo = pending.replyTo();
+      pending.clear();
+      replyTo.tell(new BatchOutcome.Rejected(partition, halted));
+    } else {
+      pending.clear();
+    }
   }
 
   /**

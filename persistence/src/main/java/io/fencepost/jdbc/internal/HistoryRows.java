@@ -147,7 +147,8 @@ public final class HistoryRows {
 
   /**
    * Creates, before the move's transactions (H2 commits an open transaction on DDL), the identity
-   * table in every database and the projections' table in every database when one has it.
+   * table in every database, the projections' table in every database when one has it, and the
+   * {@link JournalFence} on each.
    */
   public static void createTables(List<Connection> connections) throws SQLException {
     boolean projections = false;
@@ -159,6 +160,9 @@ public final class HistoryRows {
       for (Connection c : connections) {
         SqlScripts.createTable(c, PROJECTIONS, ProjectionTables.CREATE_OFFSETS);
       }
+    }
+    for (Connection c : connections) {
+      JournalFence.install(c);
     }
   }
 
@@ -220,13 +224,16 @@ public final class HistoryRows {
   }
 
   /**
-   * Takes the identity table for this transaction (PostgreSQL: an exclusive lock, so a node that
-   * starts meanwhile waits for the move's first round and then reads what it recorded).
+   * Takes the identity table for this transaction, waiting for every writer in flight (the
+   * {@link JournalFence} holds it, or on H2 its row, until the writer commits): a node that starts,
+   * and a write that comes, meanwhile wait for the move's mark and then read it.
    */
   public static void lockIdentity(Connection c) throws SQLException {
-    if (postgres(c)) {
-      try (Statement st = c.createStatement()) {
+    try (Statement st = c.createStatement()) {
+      if (postgres(c)) {
         st.execute("LOCK TABLE " + JournalIdentities.TABLE + " IN ACCESS EXCLUSIVE MODE");
+      } else {
+        st.executeQuery("SELECT singleton FROM " + JournalIdentities.TABLE + " FOR UPDATE").close();
       }
     }
   }

@@ -131,8 +131,22 @@ public final class JournalIdentities {
    * exists: H2 commits the open transaction on DDL).
    */
   public static void replace(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
-    try (Statement st = c.createStatement()) {
-      st.executeUpdate("DELETE FROM " + TABLE);
+    // In place when there is a row: on H2 the journal fence's writers wait on that row's lock, and must
+    // find it (with the new place) when the move commits.
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET deployment = ?, database_index = ?, "
+        + "database_count = ?, moving = ?, member = ?, members = ?, claimed_at = ? WHERE singleton = 0")) {
+      st.setString(1, identity.deployment());
+      st.setInt(2, identity.index());
+      st.setInt(3, identity.count());
+      st.setInt(4, identity.moving() ? 1 : 0);
+      st.setString(5, member);
+      st.setString(6, members);
+      st.setString(7, Instant.now().toString());
+      if (st.executeUpdate() > 0) {
+        deleteJournalEntry(c);
+        insertJournalEntry(c, identity);
+        return;
+      }
     }
     deleteJournalEntry(c);
     insert(c, identity, member, members);
@@ -158,6 +172,10 @@ public final class JournalIdentities {
       st.setString(7, Instant.now().toString());
       st.executeUpdate();
     }
+    insertJournalEntry(c, identity);
+  }
+
+  private static void insertJournalEntry(Connection c, JournalIdentity identity) throws SQLException {
     if (!SqlScripts.tableExists(c, "event_journal")) {
       throw new SQLException("the journal's tables are missing: install the schema first "
           + "(JournalDatabase.installSchemaIfMissing, or fencepost ledger --install-schema)");

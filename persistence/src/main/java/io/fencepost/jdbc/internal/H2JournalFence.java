@@ -1,0 +1,56 @@
+package io.fencepost.jdbc.internal;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Locale;
+import java.util.Optional;
+
+import io.fencepost.JournalIdentity;
+import io.fencepost.annotation.InternalApi;
+import io.fencepost.internal.JournalFenceRefusal;
+import org.h2.api.Trigger;
+
+/**
+ * INTERNAL API: {@link JournalFence}'s trigger on H2 (H2 runs Java triggers in the process that hosts
+ * the database, which has this class whenever Fencepost opened it). It locks the identity row for the
+ * writer's transaction, so a move's update of it waits for writers in flight.
+ */
+@InternalApi
+public final class H2JournalFence implements Trigger {
+
+  private int column = -1;
+
+  @Override
+  public void init(Connection conn, String schemaName, String triggerName, String tableName, boolean before, int type)
+      throws SQLException {
+    try (ResultSet rs = conn.getMetaData().getColumns(null, schemaName, tableName, null)) {
+      for (int i = 0; rs.next(); i++) {
+        if ("persistence_id".equals(rs.getString("COLUMN_NAME").toLowerCase(Locale.ROOT))) {
+          column = i;
+        }
+      }
+    }
+    if (column < 0) {
+      throw new SQLException("the journal fence found no persistence_id column in " + tableName);
+    }
+  }
+
+  @Override
+  public void fire(Connection conn, Object[] oldRow, Object[] newRow) throws SQLException {
+    if (newRow == null || !(newRow[column] instanceof String persistenceId) || !persistenceId.startsWith("fencepost|")) {
+      return;
+    }
+    Optional<JournalIdentity> identity;
+    try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT deployment, database_index, "
+        + "database_count FROM " + JournalIdentities.TABLE + " WHERE singleton = 0 FOR UPDATE")) {
+      identity = rs.next() ? Optional.of(new JournalIdentity(rs.getString(1), rs.getInt(2), rs.getInt(3)))
+          : Optional.empty();
+    }
+    Optional<String> refused = identity.flatMap(id -> JournalFence.refusal(persistenceId, id));
+    if (refused.isPresent()) {
+      throw new SQLException(refused.get(), JournalFenceRefusal.SQL_STATE);
+    }
+  }
+}
