@@ -3,6 +3,7 @@ package io.fencepost;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 
@@ -53,15 +54,18 @@ public final class OffsetReset {
     if (nextOffset < 0) {
       throw new IllegalArgumentException("the new next offset must be >= 0, was [" + nextOffset + "]");
     }
+    CompletableFuture<Void> recovery = new CompletableFuture<>();
     ActorRef<OffsetResetBehavior.Command> writer = system.systemActorOf(new OffsetResetBehavior(partition,
-        settings.journalPluginId(partition), settings.snapshotPluginId(partition)), "fencepost-offset-reset-" + UUID.randomUUID(),
-        Props.empty());
+        settings.journalPluginId(partition), settings.snapshotPluginId(partition), recovery),
+        "fencepost-offset-reset-" + UUID.randomUUID(), Props.empty());
+    CompletableFuture<Long> recovered = recovery.thenApply(never -> 0L);
     return AskPattern.<OffsetResetBehavior.Command, Long>askWithStatus(writer,
         replyTo -> new OffsetResetBehavior.Command(nextOffset, replyTo), timeout, system.scheduler())
+        .applyToEither(recovered, before -> before)
         .handle((before, error) -> {
           Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-          if (cause instanceof JournalLayoutException refused) {
-            throw new CompletionException(refused);
+          if (cause instanceof JournalLayoutException || recovery.isCompletedExceptionally()) {
+            throw new CompletionException(cause);
           }
           if (error != null) {
             throw new CompletionException(new IllegalStateException("the reset of "

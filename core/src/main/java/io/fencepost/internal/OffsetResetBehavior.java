@@ -2,6 +2,7 @@ package io.fencepost.internal;
 
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 
 import io.fencepost.PartitionId;
 import io.fencepost.errors.JournalLayoutException;
@@ -9,6 +10,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.persistence.typed.JournalPersistFailed;
 import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.RecoveryFailed;
 import org.apache.pekko.persistence.typed.SnapshotAdapter;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
 import org.apache.pekko.persistence.typed.javadsl.Effect;
@@ -43,10 +45,14 @@ public final class OffsetResetBehavior
   private final String snapshotPluginId;
   /** Who waits for the write in flight: told at once when the journal refuses it (the actor then stops). */
   private ActorRef<StatusReply<Long>> waiting;
+  /** Failed at once when the recovery fails (the actor then stops before it reads the command). */
+  private final CompletableFuture<Void> recovery;
 
-  public OffsetResetBehavior(PartitionId partition, String journalPluginId, String snapshotPluginId) {
+  public OffsetResetBehavior(PartitionId partition, String journalPluginId, String snapshotPluginId,
+      CompletableFuture<Void> recovery) {
     super(PersistenceId.ofUniqueId(partition.persistenceId()));
     this.partition = partition;
+    this.recovery = recovery;
     this.journalPluginId = journalPluginId;
     this.snapshotPluginId = snapshotPluginId;
   }
@@ -105,7 +111,10 @@ public final class OffsetResetBehavior
 
   @Override
   public SignalHandler<Stored> signalHandler() {
-    return newSignalHandlerBuilder().onSignal(JournalPersistFailed.class, (state, failed) -> {
+    return newSignalHandlerBuilder().onSignal(RecoveryFailed.class, (state, failed) -> recovery.completeExceptionally(
+        new IllegalStateException("the recovery of " + partition.shortName() + " for its reset failed, nothing was "
+            + "written: " + failed.getFailure(), failed.getFailure())))
+        .onSignal(JournalPersistFailed.class, (state, failed) -> {
       if (waiting == null) {
         return;
       }

@@ -7,10 +7,13 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.fencepost.OffsetReset;
+import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
 import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.jdbc.JournalDatabase;
@@ -19,7 +22,9 @@ import io.fencepost.jdbc.JournalMove;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
@@ -173,6 +178,130 @@ class PostgresIT {
     } finally {
       Postgres.shared().dropDatabase(x);
       Postgres.shared().dropDatabase(y);
+    }
+  }
+
+  /**
+   * The move's session count is a courtesy, the fence is the guarantee: a node whose pool held no
+   * connection while the move counted (here the server dropped its sessions, as a pool retiring idle
+   * connections or a connection pooler would hide them) still writes with the old list afterwards, and
+   * PostgreSQL refuses its write of a moved history, naming the move, while it takes the one of a
+   * history that stayed.
+   */
+  @Test
+  void aNodeTheMovesSessionCountMissedCannotWriteAMovedHistoryOnPostgres() throws Exception {
+    JournalDatabase x = Postgres.shared().createDatabase("fence_x");
+    JournalDatabase y = Postgres.shared().createDatabase("fence_y");
+    try {
+      x.installSchema();
+      y.installSchema();
+      JournalDatabases one = JournalDatabases.of("ledger", List.of(x));
+      Config stale = one.pekkoConfig().withFallback(ConfigFactory.parseString("pekko.loglevel = OFF"))
+          .withFallback(ConfigFactory.load());
+      PartitionActorSettings settings = PartitionActorSettings.create(stale);
+      PartitionId moved = new PartitionId("ledger", "payments", 1);
+      PartitionId stayed = new PartitionId("ledger", "payments", 0);
+      Assertions.assertEquals(List.of(1, 0), List.of(moved.journalDatabase(2), stayed.journalDatabase(2)));
+      ActorSystem<Void> node = ActorSystem.create(Behaviors.empty(), "stale", stale);
+      try {
+        for (PartitionId p : List.of(moved, stayed)) {
+          OffsetReset.to(node, p, 100, settings, Duration.ofSeconds(30)).toCompletableFuture().get(60, TimeUnit.SECONDS);
+        }
+        moveWhileTheServerDropsTheNodesSessions(x, y);
+        ExecutionException refused = Assertions.assertThrows(ExecutionException.class,
+            () -> resetPastDroppedConnections(node, moved, settings));
+        Assertions.assertInstanceOf(JournalLayoutException.class, refused.getCause(), refused.toString());
+        Assertions.assertTrue(refused.getCause().getMessage().contains("journal fence: [" + moved.persistenceId()
+            + "] belongs to database 1 of 2 of deployment [ledger] since a journal move, not to this database "
+            + "(0 of 2)"), refused.getCause().getMessage());
+        Assertions.assertEquals(100, resetPastDroppedConnections(node, stayed, settings),
+            "a history that stayed takes the write");
+      } finally {
+        node.terminate();
+        node.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      }
+      Assertions.assertEquals(0, journalRows(x, moved.persistenceId()), "nothing of the moved history in its old home");
+      Assertions.assertEquals(1, journalRows(y, moved.persistenceId()), "the moved history as the move copied it");
+      Assertions.assertEquals(2, journalRows(x, stayed.persistenceId()));
+    } finally {
+      Postgres.shared().dropDatabase(x);
+      Postgres.shared().dropDatabase(y);
+    }
+  }
+
+  /** PostgreSQL's copy of Java's String.hashCode, which the fence maps partitions with, agrees with Java's. */
+  @Test
+  void theFencesHashIsJavasOnPostgres() throws Exception {
+    JournalDatabase x = Postgres.shared().createDatabase("fence_hash");
+    try {
+      x.installSchema();
+      JournalDatabase y = Postgres.shared().createDatabase("fence_hash_y");
+      try {
+        y.installSchema();
+        JournalDatabases.of("ledger", List.of(x)).verifyIdentities();
+        JournalMove.addDatabases("ledger", List.of(x), List.of(y), line -> { });   // installs the fence
+      } finally {
+        Postgres.shared().dropDatabase(y);
+      }
+      List<String> names = List.of("", "a", "ledger|payments|7", "ledger|payments|2147483647",
+          "Grüße-Gruppe|zahlungen|3", "g\u00e9\u4e2d|t|0", "g\ud83d\ude00\ud834\udd1e|t|12", "x".repeat(300) + "|t|5");
+      try (Connection c = x.connect(); java.sql.PreparedStatement st = c.prepareStatement("SELECT fencepost_java_hash(?)")) {
+        for (String name : names) {
+          st.setString(1, name);
+          try (java.sql.ResultSet rs = st.executeQuery()) {
+            rs.next();
+            Assertions.assertEquals(name.hashCode(), rs.getInt(1), name);
+          }
+        }
+      }
+    } finally {
+      Postgres.shared().dropDatabase(x);
+    }
+  }
+
+  /**
+   * Resets {@code p} to 200 through the node; a recovery that meets one of the connections the server
+   * dropped (the pool hands each out once more before it discards it) fails at once and is tried again.
+   */
+  private static long resetPastDroppedConnections(ActorSystem<?> node, PartitionId p, PartitionActorSettings settings)
+      throws Exception {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return OffsetReset.to(node, p, 200, settings, Duration.ofSeconds(30)).toCompletableFuture()
+            .get(60, TimeUnit.SECONDS).before();
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof JournalLayoutException || attempt == 40
+            || !droppedConnection(String.valueOf(e.getCause().getMessage()))) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private static boolean droppedConnection(String failure) {
+    return failure.contains("terminating connection due to administrator") || failure.contains("has been closed")
+        || failure.contains("I/O error");
+  }
+
+  /**
+   * Runs the move once the server has dropped every other session of {@code x} (a node's pool then
+   * holds only dead connections, which the session count cannot see); a pool that reconnected in between
+   * only makes the move refuse, changing nothing, and it is tried again.
+   */
+  private static void moveWhileTheServerDropsTheNodesSessions(JournalDatabase x, JournalDatabase y) throws Exception {
+    for (int attempt = 1; ; attempt++) {
+      try (Connection c = x.connect(); Statement st = c.createStatement()) {
+        st.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+            + "AND pid <> pg_backend_pid()");
+      }
+      try {
+        JournalMove.addDatabases("ledger", List.of(x), List.of(y), line -> { });
+        return;
+      } catch (JournalLayoutException busy) {
+        if (!busy.getMessage().contains("other session(s)") || attempt == 20) {
+          throw busy;
+        }
+      }
     }
   }
 
