@@ -24,7 +24,7 @@ public final class PartitionMetrics {
 
   /** The causes of {@code fencepost.partition.halts}; each counter exists from the start, at 0. */
   public static final List<String> HALT_CAUSES =
-      List.of("event-handler", "journal-rejected", "journal-gap", "journal-undecodable", "offset-above-log-end",
+      List.of("event-handler", "journal-rejected", "journal-moved", "journal-gap", "journal-undecodable", "offset-above-log-end",
           "window-unreadable");
 
   private final MeterRegistry registry;
