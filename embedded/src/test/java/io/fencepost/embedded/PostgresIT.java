@@ -207,7 +207,22 @@ class PostgresIT {
         for (PartitionId p : List.of(moved, stayed)) {
           OffsetReset.to(node, p, 100, settings, Duration.ofSeconds(30)).toCompletableFuture().get(60, TimeUnit.SECONDS);
         }
-        moveWhileTheServerDropsTheNodesSessions(x, y);
+        List<String> duringTheMove = new java.util.ArrayList<>();
+        moveWhileTheServerDropsTheNodesSessions(x, y, line -> {
+          if (line.startsWith("every database records that a move is under way")) {
+            // Marked, nothing copied yet: the node writes now, the history that stays included.
+            for (PartitionId p : List.of(moved, stayed)) {
+              ExecutionException e = Assertions.assertThrows(ExecutionException.class,
+                  () -> resetPastDroppedConnections(node, p, settings));
+              duringTheMove.add(e.getCause().getMessage());
+            }
+          }
+        });
+        Assertions.assertEquals(2, duringTheMove.size(), duringTheMove.toString());
+        for (String refusal : duringTheMove) {
+          Assertions.assertTrue(refusal.contains("is not written while a journal move of deployment [ledger] is under "
+              + "way in this database"), refusal);
+        }
         ExecutionException refused = Assertions.assertThrows(ExecutionException.class,
             () -> resetPastDroppedConnections(node, moved, settings));
         Assertions.assertInstanceOf(JournalLayoutException.class, refused.getCause(), refused.toString());
@@ -288,14 +303,15 @@ class PostgresIT {
    * holds only dead connections, which the session count cannot see); a pool that reconnected in between
    * only makes the move refuse, changing nothing, and it is tried again.
    */
-  private static void moveWhileTheServerDropsTheNodesSessions(JournalDatabase x, JournalDatabase y) throws Exception {
+  private static void moveWhileTheServerDropsTheNodesSessions(JournalDatabase x, JournalDatabase y,
+      java.util.function.Consumer<String> progress) throws Exception {
     for (int attempt = 1; ; attempt++) {
       try (Connection c = x.connect(); Statement st = c.createStatement()) {
         st.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
             + "AND pid <> pg_backend_pid()");
       }
       try {
-        JournalMove.addDatabases("ledger", List.of(x), List.of(y), line -> { });
+        JournalMove.addDatabases("ledger", List.of(x), List.of(y), progress);
         return;
       } catch (JournalLayoutException busy) {
         if (!busy.getMessage().contains("other session(s)") || attempt == 20) {

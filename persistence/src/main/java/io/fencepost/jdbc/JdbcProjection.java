@@ -389,9 +389,10 @@ public final class JdbcProjection implements AutoCloseable {
   }
 
   /**
-   * Whether {@code failure} is this database's journal fence refusing {@code pid}'s position: its
-   * history moved to another database, whose projection goes on from the position the move copied.
-   * This one stops projecting it (rolled back: nothing of the batch counted here), saying so once.
+   * Whether {@code failure} is this database's journal fence refusing {@code pid}'s position: a move
+   * is under way, or the history moved to another database, whose projection goes on from the position
+   * the move copied. This one stops projecting it until it is restarted (rolled back: nothing of the
+   * batch counted here), saying so once.
    */
   private boolean movedAway(String pid, Throwable failure) {
     String refusal = JournalFence.refusalIn(failure, pid).orElse(null);
@@ -399,9 +400,9 @@ public final class JdbcProjection implements AutoCloseable {
       return false;
     }
     if (movedAway.add(pid)) {
-      log.error("[{}] projection stopped for [{}] on {}: {}. Nothing of the refused batch was applied here; the "
-          + "projection of the database the history moved to goes on from the position the move copied",
-          name, pid, db.jdbcUrl(), refusal);
+      log.error("[{}] projection stopped for [{}] on {}: {}. Nothing of the refused batch counted here. Restart "
+          + "this projection once the move ended, on the database the deployment's list now maps the history to "
+          + "(whose projection goes on from the position the move copied)", name, pid, db.jdbcUrl(), refusal);
     }
     return true;
   }

@@ -15,6 +15,7 @@ import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionId;
 import io.fencepost.errors.JournalLayoutException;
 import io.fencepost.jdbc.internal.HistoryRows;
+import io.fencepost.jdbc.internal.JournalFence;
 import io.fencepost.jdbc.internal.JournalIdentities;
 import io.fencepost.jdbc.internal.JournalIdentities.Recorded;
 
@@ -26,11 +27,15 @@ import io.fencepost.jdbc.internal.JournalIdentities.Recorded;
  * <p>Refuses, before changing anything, while any other session is connected to one of the databases
  * (a node runs: its pool holds connections), when the current list is not what the databases record,
  * when the longer list does not start with the current one in order, or when an added database holds a
- * journal. A move runs in two rounds of one transaction per database: first each database takes in
- * the histories that move to it and records that a move is under way (from then on no node starts on
- * either list), then each drops the histories that moved away and records its new place. An
- * interrupted move leaves every history in at least one database and no node able to start; running
- * the same move again finishes it.
+ * journal. That count is a courtesy: what keeps a writer it cannot see (a pool that held no
+ * connection at that moment, a connection pooler) out is the journal fence the move installs in every
+ * database (see {@code JournalFence}): from the moment a database records that a move is under way,
+ * committed before anything is copied from it, it refuses every write of a partition's rows but the
+ * move's own, and once settled every write of a partition that does not live there. Then two rounds of
+ * one transaction per database: first each database takes in the histories that move to it (read from
+ * each source as one consistent image), then each drops the histories that moved away and records
+ * its new place. An interrupted move leaves every history in at least one database and no node able
+ * to start; running the same move again finishes it.
  *
  * <p>Read models ({@link JdbcProjection}) are the application's tables: a moved partition's rows up to
  * the move stay in its old database, and its projection position moves with it, so later batches are
@@ -78,10 +83,25 @@ public final class JournalMove {
     List<Connection> connections = new ArrayList<>();
     try {
       for (JournalDatabase db : target) {
-        connections.add(db.connect());
+        Connection c = db.connect();
+        connections.add(c);
+        JournalFence.enterMove(c);
       }
-      // Tables first, outside the move's transactions: H2 commits an open transaction on DDL.
+      // Checked before anything is installed or locked: a refused move leaves no trace, and never
+      // queues a running deployment's writes behind a lock.
+      List<Optional<Recorded>> before = new ArrayList<>();
+      for (Connection c : connections) {
+        before.add(JournalIdentities.readIfRecorded(c));
+      }
+      refuseUnlessOffline(connections);
+      checkLayout(connections, before);
+      // Tables and the fence next, outside the move's transactions: H2 commits an open transaction on DDL.
       HistoryRows.createTables(connections);
+      List<PartitionId> known = knownPartitions(connections);
+      for (int i = 0; i < target.size(); i++) {
+        JournalFence.install(connections.get(i));
+        JournalFence.checkHash(connections.get(i), target.get(i).jdbcUrl(), known);
+      }
       for (Connection c : connections) {
         c.setAutoCommit(false);
       }
@@ -100,6 +120,11 @@ public final class JournalMove {
       markMoving(connections, found, members);
       return move(connections, found, members);
     } catch (SQLException e) {
+      if (LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+        throw new JournalLayoutException("[" + deployment + "] refused to move histories: another session holds the "
+            + "journal's tables (no lock within the move's lock timeout): " + e.getMessage() + ". Stop every node of "
+            + "the deployment and close other clients of these databases, then run the move again");
+      }
       throw new IllegalStateException("[" + deployment + "] the move of histories failed: " + e.getMessage()
           + "; nothing is half-done in a database, and no node starts until the same move is run again", e);
     } finally {
@@ -116,6 +141,18 @@ public final class JournalMove {
         }
       }
     }
+  }
+
+  /** PostgreSQL's lock_not_available: a lock wait ran past the move's lock timeout. */
+  private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+  /** Every partition with rows in one of the databases. */
+  private static List<PartitionId> knownPartitions(List<Connection> connections) throws SQLException {
+    TreeSet<PartitionId> partitions = new TreeSet<>((x, y) -> x.qualifiedName().compareTo(y.qualifiedName()));
+    for (Connection c : connections) {
+      partitions.addAll(HistoryRows.partitions(c));
+    }
+    return List.copyOf(partitions);
   }
 
   /**
@@ -151,7 +188,8 @@ public final class JournalMove {
         }
         connections.get(i).commit();
       }
-      throw busy;
+      throw new JournalLayoutException(busy.getMessage() + ". A node that wrote while the move was marked had its "
+          + "writes refused and halted (cause journal-moved): restart it");
     }
     progress.accept("every database records that a move is under way: no node starts until it ends");
   }
@@ -229,6 +267,13 @@ public final class JournalMove {
     }
     List<PartitionId> moved = new ArrayList<>();
     long rows = 0;
+    // Round 1 reads each database as one image (repeatable read): a history's journal, snapshots,
+    // window segments and positions as they stood together, whatever a writer the move did not see
+    // still does to the tables the fence leaves open (deletes).
+    for (Connection c : connections) {
+      c.commit();   // ends the reads above: the isolation changes between transactions only
+      c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+    }
     // Round 1: each database takes in what moves to it, from a source that still holds it (again,
     // after an interruption: a copy replaces what an earlier run copied).
     for (int to = 0; to < m; to++) {
@@ -247,6 +292,7 @@ public final class JournalMove {
     }
     for (int i = 0; i < m; i++) {
       connections.get(i).commit();
+      connections.get(i).setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
     }
     progress.accept("every database took in the histories that move to it");
     // Round 2: each database drops what moved away, and records its place in the longer list.

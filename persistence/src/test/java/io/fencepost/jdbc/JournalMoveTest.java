@@ -167,6 +167,14 @@ class JournalMoveTest {
       assertEquals(1, rows(a, "event_journal", id.persistenceId()) + rows(b, "event_journal", id.persistenceId()),
           id.toString());
     }
+    // Meanwhile the databases take no partition's write but the move's: not the copies a re-run replaces.
+    PartitionId copied = PARTITIONS.stream().filter(id -> id.journalDatabase(2) == 1).findFirst().orElseThrow();
+    try (Connection c = b.connect(); PreparedStatement st = c.prepareStatement(
+        "INSERT INTO fencepost_projection_offsets (projection, persistence_id, seq) VALUES ('balances', ?, 1)")) {
+      st.setString(1, copied.persistenceId());
+      SQLException e = assertThrows(SQLException.class, st::executeUpdate);
+      assertEquals("FP001", e.getSQLState(), e.toString());
+    }
     JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> { });
     assertEquals(expectedOffsets(200), recovered(JournalDatabases.of("ledger", List.of(a, b)), 200));
   }
@@ -221,12 +229,39 @@ class JournalMoveTest {
     }
     Config stale = one.pekkoConfig().withFallback(ConfigFactory.parseString("pekko.loglevel = OFF"))
         .withFallback(ConfigFactory.load());
-    JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> { });
     PartitionId moved = PARTITIONS.stream().filter(id -> id.journalDatabase(2) == 1).findFirst().orElseThrow();
     PartitionId stayed = PARTITIONS.stream().filter(id -> id.journalDatabase(2) == 0).findFirst().orElseThrow();
+    PartitionActorSettings settings = PartitionActorSettings.create(stale);
+    List<String> duringTheMove = new ArrayList<>();
+    JournalMove.addDatabases("ledger", List.of(a), List.of(b), line -> {
+      if (line.startsWith("every database records that a move is under way")) {
+        // Marked, nothing copied yet: a writer the session count did not see writes now.
+        ActorSystem<Void> early = ActorSystem.create(Behaviors.empty(), "early", stale);
+        try {
+          for (PartitionId id : List.of(moved, stayed)) {
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> OffsetReset.to(early, id, 700, settings, Duration.ofSeconds(30)).toCompletableFuture()
+                    .get(60, TimeUnit.SECONDS));
+            duringTheMove.add(e.getCause().getMessage());
+          }
+        } finally {
+          early.terminate();
+          try {
+            early.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      }
+    });
+    assertEquals(2, duringTheMove.size(), duringTheMove.toString());
+    for (int i = 0; i < 2; i++) {
+      String pid = List.of(moved, stayed).get(i).persistenceId();
+      assertTrue(duringTheMove.get(i).contains("journal fence: [" + pid + "] is not written while a journal move of "
+          + "deployment [ledger] is under way in this database"), duringTheMove.get(i));
+    }
     ActorSystem<Void> node = ActorSystem.create(Behaviors.empty(), "stale", stale);
     try {
-      PartitionActorSettings settings = PartitionActorSettings.create(stale);
       java.util.concurrent.ExecutionException refused = assertThrows(java.util.concurrent.ExecutionException.class,
           () -> OffsetReset.to(node, moved, 500, settings, Duration.ofSeconds(30)).toCompletableFuture()
               .get(60, TimeUnit.SECONDS));

@@ -14,8 +14,7 @@ import org.h2.api.Trigger;
 
 /**
  * INTERNAL API: {@link JournalFence}'s trigger on H2 (H2 runs Java triggers in the process that hosts
- * the database, which has this class whenever Fencepost opened it). It locks the identity row for the
- * writer's transaction, so a move's update of it waits for writers in flight.
+ * the database, which has this class whenever Fencepost opened it).
  */
 @InternalApi
 public final class H2JournalFence implements Trigger {
@@ -39,16 +38,23 @@ public final class H2JournalFence implements Trigger {
 
   @Override
   public void fire(Connection conn, Object[] oldRow, Object[] newRow) throws SQLException {
-    if (newRow == null || !(newRow[column] instanceof String persistenceId) || !persistenceId.startsWith("fencepost|")) {
+    if (newRow == null || !(newRow[column] instanceof String rowId) || !rowId.startsWith("fencepost")) {
       return;
     }
     Optional<JournalIdentity> identity;
-    try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT deployment, database_index, "
-        + "database_count FROM " + JournalIdentities.TABLE + " WHERE singleton = 0 FOR UPDATE")) {
-      identity = rs.next() ? Optional.of(new JournalIdentity(rs.getString(1), rs.getInt(2), rs.getInt(3)))
-          : Optional.empty();
+    boolean moveSession;
+    try (Statement st = conn.createStatement()) {
+      try (ResultSet rs = st.executeQuery("SELECT deployment, database_index, database_count, moving FROM "
+          + JournalIdentities.TABLE + " WHERE singleton = 0")) {
+        identity = rs.next()
+            ? Optional.of(new JournalIdentity(rs.getString(1), rs.getInt(2), rs.getInt(3), rs.getInt(4) != 0))
+            : Optional.empty();
+      }
+      try (ResultSet rs = st.executeQuery("SELECT @fencepost_journal_move")) {
+        moveSession = rs.next() && rs.getObject(1) != null;
+      }
     }
-    Optional<String> refused = identity.flatMap(id -> JournalFence.refusal(persistenceId, id));
+    Optional<String> refused = identity.flatMap(id -> JournalFence.refusal(rowId, id, moveSession));
     if (refused.isPresent()) {
       throw new SQLException(refused.get(), JournalFenceRefusal.SQL_STATE);
     }

@@ -147,22 +147,13 @@ public final class HistoryRows {
 
   /**
    * Creates, before the move's transactions (H2 commits an open transaction on DDL), the identity
-   * table in every database, the projections' table in every database when one has it, and the
-   * {@link JournalFence} on each.
+   * table and the projections' table in every database (so that the {@link JournalFence} guards the
+   * projections' positions from the start, even of a projection that has not run yet).
    */
   public static void createTables(List<Connection> connections) throws SQLException {
-    boolean projections = false;
     for (Connection c : connections) {
       JournalIdentities.createTableIfMissing(c);
-      projections |= SqlScripts.tableExists(c, PROJECTIONS);
-    }
-    if (projections) {
-      for (Connection c : connections) {
-        SqlScripts.createTable(c, PROJECTIONS, ProjectionTables.CREATE_OFFSETS);
-      }
-    }
-    for (Connection c : connections) {
-      JournalFence.install(c);
+      SqlScripts.createTable(c, PROJECTIONS, ProjectionTables.CREATE_OFFSETS);
     }
   }
 
