@@ -15,6 +15,8 @@ import io.fencepost.kafka.internal.PipelineMetrics;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.PreRestart;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -29,11 +31,14 @@ import org.apache.pekko.persistence.typed.state.javadsl.Effect;
 import org.apache.pekko.persistence.typed.state.javadsl.SignalHandler;
 
 /**
- * Publishes one partition's outbox records from the journal to Kafka, at least once, in journal
- * order. Its state is the journal sequence number it has published up to, stored (as durable state)
- * only after every record up to it was acknowledged by the broker, and at most every
- * {@code store-position-every}: after a crash the next relay of the partition re-publishes from the
- * stored position, never skipping a record. Copies carry a stable {@link OutboxRecord#ID_HEADER}.
+ * Publishes one partition's outbox records from the journal to Kafka, in journal order. Its state is
+ * the journal sequence number it has published up to, stored (as durable state) only after every
+ * record up to it was acknowledged by the broker, and at most every {@code store-position-every}.
+ * At least once: after a crash the next relay of the partition re-publishes from the stored position,
+ * never skipping a record; copies carry a stable {@link OutboxRecord#ID_HEADER}. Exactly once
+ * ({@link RelayTransactions}): each round is a Kafka transaction with the relay's position, the
+ * stored one is only a lower bound (never ahead of the committed one), and a relay fenced by a later
+ * relay of its partition stops.
  *
  * <p>Rounds run on the blocking dispatcher (journal query, sends, acknowledgements); the actor only
  * sequences them.
@@ -72,6 +77,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final PartitionId partition;
   private final OutboxSettings settings;
   private final HealingProducer producers;
+  /** Exactly once: the relay's transactional producer; null at least once. */
+  private final RelayTransactions transactions;
+  /** A Stop that came while a round ran: the relay stops when the round is done. */
+  private boolean stopping;
   private final Backoff backoff;
   private final CurrentEventsByPersistenceIdQuery journal;
   private final Executor blocking;
@@ -100,8 +109,10 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final AtomicLong failing;
 
   private OutboxRelay(ActorContext<Command> ctx, TimerScheduler<Command> timers, PartitionId partition,
-      OutboxSettings settings, HealingProducer producers, Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
+      OutboxSettings settings, HealingProducer producers, RelayTransactions transactions, Backoff backoff,
+      AtomicBoolean stopRequested, Ticker ticker) {
     super(PersistenceId.ofUniqueId(OutboxRecord.relayPersistenceId(partition.persistenceId())));
+    this.transactions = transactions;
     this.ticker = ticker;
     this.storedAtNanos = ticker.nanoTime();
     this.ctx = ctx;
@@ -128,8 +139,18 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    */
   static Behavior<Command> create(PartitionId partition, OutboxSettings settings, HealingProducer producers,
       Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
+    return create(partition, settings, producers, () -> null, backoff, stopRequested, ticker);
+  }
+
+  /**
+   * As {@link #create(PartitionId, OutboxSettings, HealingProducer, Backoff, AtomicBoolean, Ticker)};
+   * exactly once when {@code transactions} gives each incarnation its transactional producer.
+   */
+  static Behavior<Command> create(PartitionId partition, OutboxSettings settings, HealingProducer producers,
+      java.util.function.Supplier<RelayTransactions> transactions, Backoff backoff, AtomicBoolean stopRequested,
+      Ticker ticker) {
     Behavior<Command> relay = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new OutboxRelay(ctx, timers,
-        partition, settings, producers, backoff, stopRequested, ticker)));
+        partition, settings, producers, transactions.get(), backoff, stopRequested, ticker)));
     return Behaviors.supervise(relay).onFailure(SupervisorStrategy.restartWithBackoff(
         Duration.ofSeconds(1), Duration.ofSeconds(30), 0.2));
   }
@@ -159,7 +180,16 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
           timers.startTimerWithFixedDelay(TIMER, Wake.INSTANCE, settings.pollInterval());
           ctx.getSelf().tell(Wake.INSTANCE);
         })
+        .onSignal(PostStop.instance(), stored -> closeTransactions())
+        .onSignal(PreRestart.instance(), stored -> closeTransactions())
         .build();
+  }
+
+  /** Closes the transactional producer, off the actor's thread (a round in flight then fails, committing nothing). */
+  private void closeTransactions() {
+    if (transactions != null) {
+      CompletableFuture.runAsync(transactions::close, blocking);
+    }
   }
 
   @Override
@@ -176,9 +206,17 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
         .onCommand(RoundDone.class, this::onRoundDone)
         .onCommand(Stop.class, (stored, stop) -> {
           failing.set(0);   // the partition's relay runs elsewhere now, or not at all
-          return publishedUpTo > stored ? Effect().persist(publishedUpTo).thenStop() : Effect().stop();
+          if (transactions != null && roundRunning) {
+            stopping = true;   // its transaction commits or aborts first; then the relay stops
+            return Effect().none();
+          }
+          return stopNow(stored);
         })
         .build();
+  }
+
+  private Effect<Long> stopNow(Long stored) {
+    return publishedUpTo > stored ? Effect().persist(publishedUpTo).thenStop() : Effect().stop();
   }
 
   private void startRound() {
@@ -187,13 +225,49 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     long from = publishedUpTo + 1;
     int skip = ackedInNext;
     boolean careful = failures > 0;
-    HealingProducer.Handle producer = producers.current();
     long id = ++round;
     roundStartedNanos = ticker.nanoTime();
+    if (transactions != null) {
+      int entries = careful ? 1 : settings.maxEntriesPerRound();
+      Duration readLimit = transactions.readLimit();
+      CompletableFuture<RoundDone> running = CompletableFuture.supplyAsync(() -> transactionalRound(id, from,
+          entries, readLimit), blocking);
+      ctx.pipeToSelf(running, (done, failure) -> failure == null ? done
+          : new RoundDone(id, from - 1, 0, 0, failure, false, null));
+      return;
+    }
+    HealingProducer.Handle producer = producers.current();
     CompletableFuture<RoundDone> running = CompletableFuture.supplyAsync(() -> new RelayRound(ctx.getSystem(),
         partition, settings, producers, journal, id, from, skip, careful, producer).run(), blocking);
     ctx.pipeToSelf(running, (done, failure) -> failure == null ? done
         : new RoundDone(id, from - 1, skip, 0, failure, false, producer));
+  }
+
+  /**
+   * Exactly once: starts the transactional producer first when it is not (fencing earlier relays of the
+   * partition and reading the committed position), then one transaction from there. On the blocking
+   * dispatcher.
+   */
+  private RoundDone transactionalRound(long id, long from, int entries, Duration readLimit) {
+    long upTo = from - 1;
+    boolean sending = false;
+    try {
+      if (!transactions.started()) {
+        sending = true;
+        upTo = transactions.start(from - 1);
+        sending = false;
+      }
+      RelayTransactions.Committed done = transactions.round(journal, upTo + 1, entries, readLimit);
+      return new RoundDone(id, done.upTo(), 0, done.published(), null, true, null);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new RoundDone(id, upTo, 0, 0, e, sending, null);
+    } catch (Exception e) {
+      Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
+      boolean kafka = sending || cause instanceof org.apache.kafka.common.KafkaException
+          || cause instanceof RelayTransactions.Fenced;
+      return new RoundDone(id, upTo, 0, 0, cause, kafka, null);
+    }
   }
 
   private Effect<Long> onRoundDone(Long stored, RoundDone done) {
@@ -201,6 +275,22 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       return Effect().none();   // an earlier incarnation's round: its result says nothing of this one's position
     }
     roundRunning = false;
+    if (done.failure() instanceof RelayTransactions.Fenced fenced) {
+      // A later relay of this partition started (the partition moved, or this node was taken for dead):
+      // it publishes from what this one committed. Nothing is stored; this one is done.
+      ctx.getLog().info("[{}] outbox relay stops: a later relay of the partition fenced it ({}); it goes on from "
+          + "the position this one committed", partition.shortName(), fenced.getMessage());
+      stopRequested.set(true);
+      failing.set(0);
+      return Effect().stop();
+    }
+    if (stopping) {
+      if (done.upTo() > publishedUpTo) {
+        publishedUpTo = done.upTo();
+        position.set(publishedUpTo);
+      }
+      return stopNow(stored);
+    }
     if (done.failure() instanceof JournalGapException gap) {
       // Never skipped. The relay restarts (with backoff, at most every 30 s) and reads its stored
       // position again: a previous relay of the partition may have stored a newer one after this
@@ -208,6 +298,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       ctx.getLog().error("[{}] outbox relay stopped publishing; it restarts from its stored position: {}",
           partition.shortName(), gap.getMessage());
       throw gap;
+    }
+    if (transactions != null && done.upTo() > publishedUpTo && done.failure() == null) {
+      metrics.relayTransaction(partition);
     }
     boolean progressed = done.upTo() > publishedUpTo || done.acked() > ackedInNext;
     if (done.upTo() > publishedUpTo) {
@@ -252,7 +345,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private void onFailedRound(RoundDone done) {
     long now = ticker.nanoTime();
     wakeAgain = false;
-    if (done.producer().generation() != producers.current().generation()) {
+    if (done.producer() != null && done.producer().generation() != producers.current().generation()) {
       // Another relay replaced the producer under this round (its sends failed as the producer closed):
       // not this relay's failure; the round runs again on the new producer.
       timers.startSingleTimer(RETRY, Wake.INSTANCE, backoff.delay(Math.max(0, failures - 1)));
@@ -263,12 +356,15 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     }
     failures++;
     Throwable cause = done.failure();
-    boolean unsettled = done.sending() && cause instanceof TimeoutException;
+    boolean unsettled = done.producer() != null && done.sending() && cause instanceof TimeoutException;
     String what = unsettled
         ? "no acknowledgement within " + producers.ackTimeout().toSeconds() + " s (a wedged producer)"
         : (done.sending() ? "" : "reading the journal: ") + HealingProducer.describe(cause);
+    if (transactions != null && done.sending()) {
+      what = "the round's transaction was aborted: " + what;
+    }
     metrics.relayFailed(partition, cause);
-    if (done.sending() && (unsettled || failures % REBUILD_EVERY == 0)) {
+    if (done.producer() != null && done.sending() && (unsettled || failures % REBUILD_EVERY == 0)) {
       // A producer that settles no send is wedged; one that keeps failing may be (sequence numbers
       // out of step after expired batches): a new one starts clean.
       producers.rebuild(done.producer(), "[" + partition.shortName() + "] " + what);

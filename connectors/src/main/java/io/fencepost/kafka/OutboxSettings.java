@@ -14,15 +14,45 @@ import io.fencepost.kafka.internal.ProducerSafety;
 /**
  * The outbox relay of one pipeline ({@code fencepost.pipelines.<name>.outbox}, falling back to
  * {@code fencepost.pipeline.outbox}): it publishes the records handlers wrote to the outbox
- * ({@link io.fencepost.Effects#andPublish}) from the journal to Kafka, at least once, and stores how
- * far it got in the journal's durable-state store. Part of {@link PipelineSettings}, which validates
- * it with its keys named when it is set.
+ * ({@link io.fencepost.Effects#andPublish}) from the journal to Kafka, exactly once to
+ * {@code read_committed} consumers ({@link Delivery#EXACTLY_ONCE}: each round one Kafka transaction
+ * with the relay's position) or at least once ({@link Delivery#AT_LEAST_ONCE}: the position in the
+ * journal's durable-state store). Part of {@link PipelineSettings}, which validates it with its keys
+ * named when it is set.
  */
 public final class OutboxSettings {
+
+  /** {@code outbox.delivery}: what a consumer of the outbox topics sees. */
+  public enum Delivery {
+    /**
+     * Each relay round is one Kafka transaction holding its records and the relay's new position (a
+     * record on {@code outbox.position-topic}); a relay fences earlier relays of its partition when it
+     * starts (a transactional id per partition). A {@code read_committed} consumer sees each record once.
+     */
+    EXACTLY_ONCE,
+    /** Records are published, then the position is stored: a crash or a stale relay publishes copies. */
+    AT_LEAST_ONCE;
+
+    /** The setting's value: {@code exactly-once} or {@code at-least-once}. */
+    public String value() {
+      return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    }
+
+    static Delivery parse(String value, String key) {
+      for (Delivery d : values()) {
+        if (d.value().equals(value.trim())) {
+          return d;
+        }
+      }
+      throw new SettingsException(key, value, "must be exactly-once or at-least-once");
+    }
+  }
 
   /** Every value; a copy is changed by one {@code withX}, then never again once settings hold it. */
   private static final class Values implements Cloneable {
     boolean enabled;
+    Delivery delivery;
+    String positionTopic;
     Duration pollInterval;
     Duration storePositionEvery;
     int maxEntriesPerRound;
@@ -43,6 +73,8 @@ public final class OutboxSettings {
   private final Values v;
 
   private OutboxSettings(Values v) {
+    Objects.requireNonNull(v.delivery, "delivery");
+    Objects.requireNonNull(v.positionTopic, "positionTopic");
     Objects.requireNonNull(v.pollInterval, "pollInterval");
     Objects.requireNonNull(v.storePositionEvery, "storePositionEvery");
     Objects.requireNonNull(v.errorAfter, "errorAfter");
@@ -65,6 +97,10 @@ public final class OutboxSettings {
     try {
       key = "enabled";
       boolean enabled = outbox.getBoolean(key);
+      key = "delivery";
+      Delivery delivery = Delivery.parse(outbox.getString(key), path + "." + key);
+      key = "position-topic";
+      String positionTopic = outbox.getString(key);
       key = "poll-interval";
       Duration poll = outbox.getDuration(key);
       key = "store-position-every";
@@ -81,6 +117,8 @@ public final class OutboxSettings {
       Map<String, String> producer = PipelineConfig.properties(outbox.getConfig(key));
       Values v = new Values();
       v.enabled = enabled;
+      v.delivery = delivery;
+      v.positionTopic = positionTopic;
       v.pollInterval = poll;
       v.storePositionEvery = store;
       v.maxEntriesPerRound = max;
@@ -114,6 +152,31 @@ public final class OutboxSettings {
           "must name a Pekko persistence query plugin, e.g. jdbc-read-journal");
     }
     ProducerSafety.check(v.producer, path + ".producer-kafka-clients");
+    if (v.delivery == Delivery.EXACTLY_ONCE) {
+      try {
+        org.apache.kafka.common.internals.Topic.validate(v.positionTopic);
+      } catch (org.apache.kafka.common.errors.InvalidTopicException e) {
+        throw new SettingsException(path + ".position-topic", v.positionTopic, "must be a valid Kafka topic name "
+            + "(1 to 249 of a-z, A-Z, 0-9, '.', '_', '-'), e.g. fencepost-outbox-positions");
+      }
+      long delivery = millis(v.producer, "delivery.timeout.ms", 120_000);
+      long transaction = millis(v.producer, "transaction.timeout.ms", 60_000);
+      if (transaction <= delivery) {
+        throw new SettingsException(path + ".producer-kafka-clients.transaction.timeout.ms", transaction, "must be "
+            + "longer than delivery.timeout.ms (" + delivery + " ms), which a relay round's sends may take before it "
+            + "commits: the broker would abort the round's transaction first. Raise transaction.timeout.ms (at most "
+            + "the brokers' transaction.max.timeout.ms) or lower delivery.timeout.ms");
+      }
+    }
+  }
+
+  private static long millis(Map<String, String> producer, String key, long kafkaDefault) {
+    String value = producer.get(key);
+    try {
+      return value == null ? kafkaDefault : Long.parseLong(value.trim());
+    } catch (NumberFormatException e) {
+      throw new SettingsException(key, value, "must be a number of milliseconds");
+    }
   }
 
   /**
@@ -134,6 +197,28 @@ public final class OutboxSettings {
 
   public OutboxSettings withEnabled(boolean value) {
     return copy(c -> c.enabled = value);
+  }
+
+  /** {@code outbox.delivery}: exactly once to {@code read_committed} consumers, or at least once. */
+  public Delivery delivery() {
+    return v.delivery;
+  }
+
+  public OutboxSettings withDelivery(Delivery value) {
+    return copy(c -> c.delivery = Objects.requireNonNull(value, "delivery"));
+  }
+
+  /**
+   * {@code outbox.position-topic}: with {@link Delivery#EXACTLY_ONCE}, the compacted topic each relay
+   * round writes the relay's position to, in the round's transaction (one key per partition); created
+   * at start when missing.
+   */
+  public String positionTopic() {
+    return v.positionTopic;
+  }
+
+  public OutboxSettings withPositionTopic(String value) {
+    return copy(c -> c.positionTopic = Objects.requireNonNull(value, "positionTopic"));
   }
 
   /**
@@ -222,7 +307,8 @@ public final class OutboxSettings {
   /** Shows the producer's property names only (their values may hold credentials). */
   @Override
   public String toString() {
-    return "OutboxSettings(enabled=" + v.enabled + ", pollInterval=" + v.pollInterval + ", storePositionEvery="
+    return "OutboxSettings(enabled=" + v.enabled + ", delivery=" + v.delivery.value() + ", positionTopic="
+        + v.positionTopic + ", pollInterval=" + v.pollInterval + ", storePositionEvery="
         + v.storePositionEvery + ", maxEntriesPerRound=" + v.maxEntriesPerRound + ", errorAfter=" + v.errorAfter
         + ", readJournalPluginId=" + v.readJournalPluginId + ", durableStatePluginId=" + v.durableStatePluginId
         + ", producer=" + v.producer.keySet() + ")";

@@ -6,6 +6,7 @@ import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 import io.fencepost.BatchOutcome;
 import io.fencepost.PartitionId;
@@ -22,7 +23,11 @@ final class RelayRegistry implements OwnershipSeams.Relays {
 
   private final ActorSystem<?> system;
   private final PipelineSettings settings;
+  /** At least once: the producer this node's relays share; null exactly once (each relay has its own). */
   private final HealingProducer producer;
+  private final Properties producerProperties;
+  private final KafkaClients clients;
+  private final Map<String, Object> consumerProperties;
   private final Backoff backoff;
   private final Map<PartitionId, Running> relays = new ConcurrentHashMap<>();
 
@@ -33,16 +38,20 @@ final class RelayRegistry implements OwnershipSeams.Relays {
   private final AtomicBoolean offWarned = new AtomicBoolean();
   private final Ticker ticker;
 
-  RelayRegistry(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients, Ticker ticker) {
+  RelayRegistry(ActorSystem<?> system, PipelineSettings settings, KafkaClients clients, Map<String, Object> consumer,
+      Ticker ticker) {
     this.system = system;
     this.ticker = ticker;
     this.settings = settings;
+    this.clients = clients;
+    this.consumerProperties = consumer;
     if (settings.outbox().enabled()) {
-      Properties properties = ClientProperties.producer(system, settings, settings.outbox().producer(),
+      this.producerProperties = ClientProperties.producer(system, settings, settings.outbox().producer(),
           "fencepost.pipelines." + settings.name() + ".outbox.producer-kafka-clients");
-      this.producer = new HealingProducer(settings.name(), "outbox", properties,
-          () -> clients.producer(properties));
+      this.producer = exactlyOnce() ? null : new HealingProducer(settings.name(), "outbox", producerProperties,
+          () -> clients.producer(producerProperties));
     } else {
+      this.producerProperties = null;
       this.producer = null;
     }
     this.backoff = new Backoff(settings.outbox().pollInterval(),
@@ -52,16 +61,27 @@ final class RelayRegistry implements OwnershipSeams.Relays {
   /** Runs the relay of a partition this node now owns (its stream seeked to the actor's offset). */
   @Override
   public void start(PartitionId id) {
-    if (producer == null) {
+    if (!settings.outbox().enabled()) {
       return;
     }
-    relays.computeIfAbsent(id, k -> {
-      AtomicBoolean stopRequested = new AtomicBoolean();
-      OutboxSettings outbox = settings.outbox().placed(k.journalDatabase(settings.partitionActor().journalDatabases()));
-      return new Running(system.systemActorOf(
-          OutboxRelay.create(k, outbox, producer, backoff, stopRequested, ticker),
-          "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()), stopRequested);
-    });
+    // A relay a later one fenced ended by itself (its stop flag set): this node runs the partition's relay again.
+    relays.compute(id, (k, running) -> running != null && !running.stopRequested().get() ? running : startRelay(k));
+  }
+
+  private Running startRelay(PartitionId k) {
+    AtomicBoolean stopRequested = new AtomicBoolean();
+    OutboxSettings outbox = settings.outbox().placed(k.journalDatabase(settings.partitionActor().journalDatabases()));
+    Supplier<RelayTransactions> transactions = exactlyOnce()
+        ? () -> new RelayTransactions(system, k, outbox, producerProperties, clients::producer, consumerProperties,
+            clients::consumer)
+        : () -> null;
+    return new Running(system.systemActorOf(
+        OutboxRelay.create(k, outbox, producer, transactions, backoff, stopRequested, ticker),
+        "fencepost-outbox-" + settings.name() + "-" + started.incrementAndGet(), Props.empty()), stopRequested);
+  }
+
+  private boolean exactlyOnce() {
+    return settings.outbox().delivery() == OutboxSettings.Delivery.EXACTLY_ONCE;
   }
 
   @Override
@@ -85,7 +105,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
     Running relay = relays.get(id);
     if (relay != null) {
       relay.ref().tell(OutboxRelay.Wake.INSTANCE);
-    } else if (producer == null && offWarned.compareAndSet(false, true)) {
+    } else if (!settings.outbox().enabled() && offWarned.compareAndSet(false, true)) {
       log.error("[{}] handlers write outbox records (Effects.andPublish) but fencepost.pipelines.{}.outbox.enabled "
           + "is off: they are journaled and wait unpublished; set it to on", settings.name(), settings.name());
     }

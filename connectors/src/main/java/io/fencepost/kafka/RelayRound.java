@@ -11,6 +11,7 @@ import io.fencepost.AppliedBatch;
 import io.fencepost.OutboxRecord;
 import io.fencepost.PartitionId;
 import io.fencepost.errors.JournalGapException;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.utils.Utils;
@@ -87,7 +88,7 @@ final class RelayRound {
         sent.add(acks);
         try {
           for (int i = first(entry); i < outbox.size(); i++) {
-            Future<RecordMetadata> ack = handle.producer().send(toKafka(handle, outbox.get(i),
+            Future<RecordMetadata> ack = handle.producer().send(toKafka(handle.producer(), outbox.get(i),
                 OutboxRecord.id(pid, entry.sequenceNr(), i)));
             acks.add(ack);
             if (careful) {
@@ -135,13 +136,14 @@ final class RelayRound {
     published++;
   }
 
-  private static ProducerRecord<byte[], byte[]> toKafka(HealingProducer.Handle handle, OutboxRecord r, String id) {
+  /** The Kafka record of an outbox record, with its stable id in a header. */
+  static ProducerRecord<byte[], byte[]> toKafka(Producer<byte[], byte[]> producer, OutboxRecord r, String id) {
     byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
     byte[] key = r.key().map(k -> k.getBytes(StandardCharsets.UTF_8)).orElse(null);
     // Without a key, pick the partition from the id: every copy of the record lands in the same
     // partition, where the downstream key window can drop it.
     Integer kafkaPartition = key != null ? null
-        : Utils.toPositive(Utils.murmur2(idBytes)) % handle.producer().partitionsFor(r.topic()).size();
+        : Utils.toPositive(Utils.murmur2(idBytes)) % producer.partitionsFor(r.topic()).size();
     ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(r.topic(), kafkaPartition, key, r.value());
     out.headers().add(OutboxRecord.ID_HEADER, idBytes);
     return out;

@@ -78,7 +78,7 @@ final class RunningPipeline<V> implements Pipeline {
     this.self = NodeNames.of(system);
     // Settings refused by the producers fail here, before any client exists to leak.
     this.deadLetters = new DeadLetterPublisher(system, settings, KafkaClients.REAL, ticker);
-    this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, ticker);
+    this.relays = new RelayRegistry(system, settings, KafkaClients.REAL, consumerProperties, ticker);
     Admin createdAdmin = null;
     LogProbe createdProbe;
     try {
@@ -148,6 +148,7 @@ final class RunningPipeline<V> implements Pipeline {
     RunningPipeline<V> p = new RunningPipeline<>(system, factory, decoder, settings);
     try {
       p.topicChecks.check();
+      new TransactionChecks(settings, p.admin).check();
       p.decoder.configure(new HashMap<>(p.consumerProperties));   // its own copy: a deserializer may change it
       JournalWarmup.await(system, settings, settings.askTimeout());
       for (int i = 0; i < settings.partitionActor().journalDatabases(); i++) {

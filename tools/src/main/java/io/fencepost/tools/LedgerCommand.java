@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
+import com.typesafe.config.ConfigFactory;
 import io.fencepost.FencepostMeters;
 import io.fencepost.examples.LedgerNode;
 import io.fencepost.jdbc.JournalDatabase;
@@ -36,6 +37,9 @@ final class LedgerCommand implements Main.Command {
         .value("seeds", "host:port,...", "FENCEPOST_SEEDS", null, "seed nodes; default this node alone")
         .value("outbox-topic", "name", "FENCEPOST_OUTBOX_TOPIC", null,
             "announce every credit on this topic through the outbox (relay on); default none")
+        .value("outbox-delivery", "mode", "FENCEPOST_OUTBOX_DELIVERY", "at-least-once",
+            "exactly-once (each relay round a Kafka transaction with its position: read_committed consumers see "
+                + "each credit once) or at-least-once (copies after a crash, same fencepost.outbox-id)")
         .value("management-port", "n", "FENCEPOST_MANAGEMENT_PORT", null,
             "serve /ready, /alive, /metrics (Prometheus), /cluster and /balances/{merchant} on this port; default off")
         .value("management-host", "address", "FENCEPOST_MANAGEMENT_HOST", "127.0.0.1",
@@ -47,6 +51,14 @@ final class LedgerCommand implements Main.Command {
       return 0;
     }
     int port = flags.intValue("port", 1, 65535);
+    String delivery = flags.require("outbox-delivery");
+    if (!List.of("exactly-once", "at-least-once").contains(delivery)) {
+      throw new IllegalArgumentException("--outbox-delivery must be exactly-once or at-least-once, was [" + delivery
+          + "]");
+    }
+    // Read by the pipeline's settings (fencepost.pipelines.ledger.outbox.delivery), like any -D override.
+    System.setProperty("fencepost.pipelines.ledger.outbox.delivery", delivery);
+    ConfigFactory.invalidateCaches();
     List<String> urls = flags.all("jdbc-url");
     JournalDatabases journals = LedgerNode.journals(urls.isEmpty()
         ? List.of(JournalDatabase.h2File(Path.of("fencepost-demo", "journal")))

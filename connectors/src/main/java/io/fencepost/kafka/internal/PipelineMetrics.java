@@ -96,6 +96,13 @@ public final class PipelineMetrics {
     return shared.cell("fencepost.outbox.relay.failing", id);
   }
 
+  /** Counts a committed transaction of an exactly-once outbox relay. */
+  public void relayTransaction(PartitionId id) {
+    safely("fencepost.outbox.relay.transactions", () -> Counter.builder("fencepost.outbox.relay.transactions")
+        .description("transactions the exactly-once outbox relay committed (records and position)")
+        .tags(SharedGauges.tags(id)).register(shared.registry()).increment());
+  }
+
   /** Counts a failed outbox relay round; {@code cause} is the Kafka error's class name. */
   public void relayFailed(PartitionId id, Throwable cause) {
     safely("fencepost.outbox.relay.failures", () -> Counter.builder("fencepost.outbox.relay.failures")

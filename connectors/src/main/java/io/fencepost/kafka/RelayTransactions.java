@@ -1,0 +1,294 @@
+package io.fencepost.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+import io.fencepost.AppliedBatch;
+import io.fencepost.OutboxRecord;
+import io.fencepost.PartitionId;
+import io.fencepost.errors.JournalGapException;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.OutOfOrderSequenceException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.utils.Utils;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.persistence.query.EventEnvelope;
+import org.apache.pekko.persistence.query.javadsl.CurrentEventsByPersistenceIdQuery;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The exactly-once side of one partition's outbox relay ({@link OutboxSettings.Delivery#EXACTLY_ONCE}):
+ * a transactional producer whose {@code transactional.id} is the partition's own on every node, so that
+ * the relay that starts last fences every earlier one ({@code initTransactions} aborts their open
+ * transaction and refuses their later commits), and rounds that are each one Kafka transaction holding
+ * the round's outbox records and the relay's new position, a record keyed by the partition on the
+ * compacted {@code outbox.position-topic}. After every (re)start of its producer the relay reads its
+ * committed position back ({@code read_committed}) and publishes from there. Used by one round at a
+ * time, on the blocking dispatcher.
+ */
+final class RelayTransactions {
+
+  private static final Logger log = LoggerFactory.getLogger(RelayTransactions.class);
+  private static final AtomicLong READERS = new AtomicLong();
+
+  /** What a round did: the last journal entry whose records are committed, and how many records that took. */
+  record Committed(long upTo, int published) {
+  }
+
+  /** Another relay of the partition started after this one: this one stops for good. */
+  static final class Fenced extends RuntimeException {
+    Fenced(Throwable cause) {
+      super(cause.toString(), cause);
+    }
+  }
+
+  private final ActorSystem<?> system;
+  private final PartitionId partition;
+  private final OutboxSettings settings;
+  private final Properties producerProperties;
+  private final Function<Properties, Producer<byte[], byte[]>> producers;
+  private final Map<String, Object> consumerProperties;
+  private final Function<Map<String, Object>, Consumer<byte[], byte[]>> consumers;
+  private final Duration readTimeout;
+  private final byte[] positionKey;
+  private volatile Producer<byte[], byte[]> producer;
+
+  RelayTransactions(ActorSystem<?> system, PartitionId partition, OutboxSettings settings, Properties producerProperties,
+      Function<Properties, Producer<byte[], byte[]>> producers, Map<String, Object> consumerProperties,
+      Function<Map<String, Object>, Consumer<byte[], byte[]>> consumers) {
+    this.system = system;
+    this.partition = partition;
+    this.settings = settings;
+    this.producerProperties = new Properties();
+    this.producerProperties.putAll(producerProperties);
+    this.producerProperties.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId(partition));
+    this.producers = producers;
+    this.consumerProperties = new HashMap<>(consumerProperties);
+    this.consumers = consumers;
+    this.readTimeout = transactionTimeout(producerProperties).plusSeconds(30);
+    this.positionKey = partition.persistenceId().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** The relay's {@code transactional.id}: the same on every node, one per partition of a group. */
+  static String transactionalId(PartitionId partition) {
+    return "fencepost-outbox|" + partition.qualifiedName();
+  }
+
+  static Duration transactionTimeout(Properties properties) {
+    Object value = properties.get(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
+    return Duration.ofMillis(value == null ? 60_000 : Long.parseLong(value.toString().trim()));
+  }
+
+  /** How long a round's read of the journal may take. */
+  Duration readLimit() {
+    return HealingProducer.ackTimeout(producerProperties);
+  }
+
+  /** Whether the producer must be started (and earlier relays fenced) before the next round. */
+  boolean started() {
+    return producer != null;
+  }
+
+  /**
+   * Starts the producer, fencing every earlier relay of the partition (their open transaction is
+   * aborted, or completed if it was committing), then reads the position they committed. Returns the
+   * last journal entry whose records are committed: that position, or {@code lowerBound} (the position
+   * stored in the journal database, never ahead of a committed one; past it only entries without
+   * outbox records) when it is higher.
+   */
+  long start(long lowerBound) {
+    close();
+    Producer<byte[], byte[]> fresh = producers.apply(producerProperties);
+    try {
+      fresh.initTransactions();
+    } catch (TransactionalIdAuthorizationException e) {
+      closeQuietly(fresh);
+      throw new KafkaException("the relay's Kafka user may not use transactional id [" + transactionalId(partition)
+          + "]: grant it WRITE and DESCRIBE on TransactionalId with the prefix [fencepost-outbox|] (kafka-acls "
+          + "--add --allow-principal ... --operation Write --operation Describe --transactional-id fencepost-outbox| "
+          + "--resource-pattern-type prefixed), or set outbox.delivery = at-least-once", e);
+    } catch (TimeoutException e) {
+      closeQuietly(fresh);
+      throw new KafkaException("the brokers started no transaction for [" + transactionalId(partition) + "] within "
+          + "max.block.ms: their transaction coordinator is not available (is the brokers' "
+          + "transaction.state.log.replication.factor above the number of brokers, or "
+          + "transaction.state.log.min.isr unmet?); " + e.getMessage(), e);
+    } catch (RuntimeException e) {
+      closeQuietly(fresh);
+      throw e;
+    }
+    producer = fresh;
+    long committed = readCommittedPosition();
+    log.info("[{}] exactly-once outbox relay started (transactional.id [{}]): committed position {}, stored {}",
+        partition.shortName(), transactionalId(partition), committed, lowerBound);
+    return Math.max(committed, lowerBound);
+  }
+
+  /**
+   * One transaction: the outbox records of up to {@code maxEntries} journal entries from {@code from}
+   * and the new position. Entries without outbox records move the position without a transaction.
+   */
+  Committed round(CurrentEventsByPersistenceIdQuery journal, long from, int maxEntries, Duration readLimit)
+      throws Exception {
+    String pid = partition.persistenceId();
+    List<EventEnvelope> entries = journal.currentEventsByPersistenceId(pid, from, Long.MAX_VALUE)
+        .take(maxEntries)
+        .completionTimeout(readLimit)
+        .runWith(Sink.seq(), system)
+        .toCompletableFuture().get();
+    JournalGapException.check("outbox relay of " + partition.shortName(), pid, from,
+        entries.stream().map(EventEnvelope::sequenceNr).toList(),
+        last -> "stop the pipeline and write " + last + " as the relay's position (key [" + pid + "] on topic ["
+            + settings.positionTopic() + "]); the outbox records of those entries are then never published");
+    if (entries.isEmpty()) {
+      return new Committed(from - 1, 0);
+    }
+    long upTo = entries.get(entries.size() - 1).sequenceNr();
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+    for (EventEnvelope entry : entries) {
+      List<OutboxRecord> outbox = AppliedBatch.from(entry.event()).map(AppliedBatch::outbox).orElse(List.of());
+      for (int i = 0; i < outbox.size(); i++) {
+        records.add(RelayRound.toKafka(producer, outbox.get(i), OutboxRecord.id(pid, entry.sequenceNr(), i)));
+      }
+    }
+    if (records.isEmpty()) {
+      return new Committed(upTo, 0);   // read again after a restart, publishing nothing
+    }
+    try {
+      producer.beginTransaction();
+      for (ProducerRecord<byte[], byte[]> r : records) {
+        producer.send(r);
+      }
+      producer.send(positionRecord(upTo));
+      producer.commitTransaction();   // flushes; throws the first failed send's error
+      return new Committed(upTo, records.size());
+    } catch (KafkaException e) {
+      if (fenced(e)) {
+        throw new Fenced(e);
+      }
+      if (fatal(e)) {
+        close();   // fatal for this producer: the next round starts a new one (and reads the position again)
+      } else {
+        abortOrClose();
+      }
+      throw e;
+    }
+  }
+
+  /** Whether {@code e} (or a cause) says that a later producer of this transactional id fenced this one. */
+  private static boolean fenced(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof ProducerFencedException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Errors after which the producer cannot go on (kafka-clients 3.9's KafkaProducer Javadoc). */
+  private static boolean fatal(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof OutOfOrderSequenceException || t instanceof UnsupportedVersionException
+          || t instanceof AuthorizationException || t instanceof IllegalStateException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private void abortOrClose() {
+    try {
+      producer.abortTransaction();
+    } catch (RuntimeException e) {
+      if (fenced(e)) {
+        throw new Fenced(e);
+      }
+      log.debug("[{}] aborting the relay's transaction failed ({}): its producer is started anew",
+          partition.shortName(), e.toString());
+      close();
+    }
+  }
+
+  private ProducerRecord<byte[], byte[]> positionRecord(long upTo) {
+    int partitions = producer.partitionsFor(settings.positionTopic()).size();
+    return new ProducerRecord<>(settings.positionTopic(), positionPartition(positionKey, partitions), positionKey,
+        Long.toString(upTo).getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** The partition of the position topic that holds a key: the one Kafka's default partitioner picks. */
+  static int positionPartition(byte[] key, int partitions) {
+    return Utils.toPositive(Utils.murmur2(key)) % partitions;
+  }
+
+  /**
+   * The position committed under this partition's key: the position topic's partition read from its
+   * start to its last stable offset with {@code read_committed} (after {@code initTransactions} no
+   * transaction of an earlier relay of this partition is open, so nothing of theirs is missed); -1 when
+   * none was committed.
+   */
+  private long readCommittedPosition() {
+    Map<String, Object> props = new HashMap<>(consumerProperties);
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    props.remove(ConsumerConfig.GROUP_ID_CONFIG);
+    props.remove(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG);
+    props.put(ConsumerConfig.CLIENT_ID_CONFIG, "fencepost-outbox-positions-" + READERS.incrementAndGet());
+    int partitions = producer.partitionsFor(settings.positionTopic()).size();
+    TopicPartition tp = new TopicPartition(settings.positionTopic(), positionPartition(positionKey, partitions));
+    long deadline = System.nanoTime() + readTimeout.toNanos();
+    try (Consumer<byte[], byte[]> reader = consumers.apply(props)) {
+      reader.assign(List.of(tp));
+      reader.seekToBeginning(List.of(tp));
+      long end = reader.endOffsets(List.of(tp), readTimeout).get(tp);
+      long position = -1;
+      while (reader.position(tp, readTimeout) < end) {
+        if (System.nanoTime() > deadline) {
+          throw new KafkaException("reading the relay's committed position from [" + tp + "] did not reach offset "
+              + end + " within " + readTimeout.toSeconds() + " s");
+        }
+        for (ConsumerRecord<byte[], byte[]> r : reader.poll(Duration.ofMillis(500))) {
+          if (r.key() != null && java.util.Arrays.equals(r.key(), positionKey) && r.value() != null) {
+            position = Long.parseLong(new String(r.value(), StandardCharsets.UTF_8));
+          }
+        }
+      }
+      return position;
+    }
+  }
+
+  /** Closes the producer (without waiting for anything it has not sent). */
+  void close() {
+    if (producer != null) {
+      closeQuietly(producer);
+      producer = null;
+    }
+  }
+
+  private void closeQuietly(Producer<byte[], byte[]> p) {
+    try {
+      p.close(Duration.ZERO);
+    } catch (RuntimeException e) {
+      log.debug("[{}] closing the relay's producer failed: {}", partition.shortName(), e.toString());
+    }
+  }
+}

@@ -1,0 +1,265 @@
+package io.fencepost;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.fencepost.embedded.KafkaBroker;
+import io.fencepost.embedded.Postgres;
+import io.fencepost.errors.SettingsException;
+import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.kafka.KafkaPipeline;
+import io.fencepost.kafka.OutboxSettings;
+import io.fencepost.kafka.Pipeline;
+import io.fencepost.kafka.PipelineSettings;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The exactly-once outbox relay ({@code outbox.delivery = exactly-once}) on a real broker and a real
+ * PostgreSQL: a relay that died with its transaction open leaves nothing a {@code read_committed}
+ * consumer sees, the next relay publishes from the position committed with the records (not the one
+ * in the journal database, which may lag or be lost), and a relay a later one fenced stops quietly.
+ */
+@Tag("integration")
+@Timeout(value = 6, unit = TimeUnit.MINUTES)
+class ExactlyOnceOutboxIT {
+
+  private static KafkaBroker broker;
+  private static JournalDatabase postgres;
+
+  @BeforeAll
+  static void start() {
+    broker = KafkaBroker.create().start();
+    postgres = Postgres.shared().createDatabase("exactly_once_outbox_it");
+    postgres.installSchema();
+  }
+
+  @AfterAll
+  static void stop() {
+    broker.close();
+    Postgres.shared().dropDatabase(postgres);
+  }
+
+  private static PipelineSettings settings(ActorSystem<?> system, String name, String in, String group,
+      String positions) {
+    PipelineSettings s = PipelineSettings.create(system, name).withBootstrapServers(broker.bootstrapServers())
+        .withTopics(List.of(in)).withBatch(50, Duration.ofMillis(20)).withGroupId(group);
+    return s.withOutbox(s.outbox().withEnabled(true).withDelivery(OutboxSettings.Delivery.EXACTLY_ONCE)
+        .withPositionTopic(positions).withStorePositionEvery(Duration.ofHours(1)));
+  }
+
+  /**
+   * A relay that died mid-transaction (its records and position sent, never committed) is fenced by
+   * the next relay of its partition, whose start aborts that transaction; the records it had sent are
+   * never seen by a read_committed consumer. After a restart whose journal database lost the relay's
+   * stored position, the relay goes on from the position it committed in Kafka: every record once.
+   */
+  @Test
+  void anOpenTransactionOfADeadRelayIsAbortedAndARestartGoesOnFromTheCommittedPosition() throws Exception {
+    String in = KafkaBroker.uniqueName("eos");
+    String out = in + "-out";
+    String positions = in + "-positions";
+    String group = KafkaBroker.uniqueName("eos-group");
+    broker.createTopic(in, 2);
+    broker.createTopic(out, 2);
+    PartitionId p0 = new PartitionId(group, in, 0);
+    KafkaProducer<byte[], byte[]> dead = deadRelay(p0, out, 5);
+    for (int run = 0; run < 2; run++) {
+      ActorSystem<Void> system = KafkaPipelineIT.node("eos" + run, postgres);
+      try {
+        Pipeline pipeline = KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new,
+            new KafkaPipelineIT.PaymentDeserializer(), settings(system, "eos", in, group, positions)).start();
+        KafkaPipelineIT.produceTo(broker, in, 2, 400, "run" + run + "-");
+        int expected = 400 * (run + 1);
+        await("every record committed once", Duration.ofMinutes(2), () -> committed(out).size() == expected);
+        Map<String, Integer> ids = committed(out);
+        assertEquals(expected, ids.size(), "distinct outbox ids");
+        assertEquals(expected, ids.values().stream().mapToInt(Integer::intValue).sum(),
+            "records seen by read_committed: each once, none of the dead relay's");
+        pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      } finally {
+        system.terminate();
+        system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      }
+      if (run == 0) {
+        assertThrows(ProducerFencedException.class, dead::commitTransaction, "the dead relay was fenced");
+        dead.close(Duration.ZERO);
+        // The journal database loses the relays' stored positions (a crash before the store, or a
+        // restore): only the position committed with the records says where to go on.
+        try (Connection c = postgres.connect(); Statement st = c.createStatement()) {
+          assertTrue(st.executeUpdate("DELETE FROM durable_state WHERE persistence_id LIKE 'fencepost-outbox|%"
+              + group + "%'") > 0, "relay positions were stored");
+        }
+      }
+    }
+  }
+
+  /**
+   * A relay fenced by a later relay of its partition (which a paused node meets once it resumes)
+   * stops quietly: an INFO line, no ERROR of its own, nothing published twice.
+   */
+  @Test
+  void aRelayALaterOneFencedStopsQuietly() throws Exception {
+    String in = KafkaBroker.uniqueName("zombie");
+    String out = in + "-out";
+    String positions = in + "-positions";
+    String group = KafkaBroker.uniqueName("zombie-group");
+    broker.createTopic(in, 1);
+    broker.createTopic(out, 1);
+    Logger root = (Logger) LoggerFactory.getLogger(Logger.ROOT_LOGGER_NAME);
+    ListAppender<ILoggingEvent> seen = new ListAppender<>();
+    seen.start();
+    ActorSystem<Void> system = KafkaPipelineIT.node("zombie", postgres);
+    try {
+      KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
+          settings(system, "zombie", in, group, positions)).start();
+      KafkaPipelineIT.produceTo(broker, in, 1, 200, "before-");
+      await("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200);
+      root.addAppender(seen);
+      // A later relay of partition 0 starts elsewhere: it fences this node's.
+      try (KafkaProducer<byte[], byte[]> later = transactional(new PartitionId(group, in, 0))) {
+        later.initTransactions();
+        KafkaPipelineIT.produceTo(broker, in, 1, 100, "after-");
+        await("the fenced relay says so", Duration.ofMinutes(1), () -> seen.list.stream().anyMatch(e ->
+            e.getLevel() == Level.INFO && e.getFormattedMessage().contains("outbox relay stops: a later relay")));
+      }
+      // (kafka-clients' own Sender logs one ERROR "Aborting producer batches due to fatal error" on fencing.)
+      assertEquals(List.of(), seen.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.ERROR)
+          && e.getLoggerName().startsWith("io.fencepost")).map(ILoggingEvent::getFormattedMessage).toList(),
+          "no ERROR of Fencepost's for a fenced relay");
+      Map<String, Integer> ids = committed(out);
+      assertEquals(200, ids.size(), "nothing committed after the fence");
+      assertEquals(200, ids.values().stream().mapToInt(Integer::intValue).sum(), "nothing twice");
+    } finally {
+      root.detachAppender(seen);
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /** transaction.timeout.ms no longer than delivery.timeout.ms is refused, naming both values. */
+  @Test
+  void aTransactionTimeoutShorterThanARoundIsRefused() {
+    ActorSystem<Void> system = KafkaPipelineIT.node("eos-timeout", postgres);
+    try {
+      PipelineSettings s = PipelineSettings.create(system, "eos-timeout");
+      SettingsException e = assertThrows(SettingsException.class, () -> s.withOutbox(s.outbox()
+          .withDelivery(OutboxSettings.Delivery.EXACTLY_ONCE)
+          .withProducer(Map.of("delivery.timeout.ms", "30000", "transaction.timeout.ms", "20000"))));
+      assertEquals("fencepost.pipelines.eos-timeout.outbox.producer-kafka-clients.transaction.timeout.ms", e.key());
+      assertTrue(e.getMessage().contains("20000") && e.getMessage().contains("delivery.timeout.ms (30000 ms)"),
+          e.getMessage());
+    } finally {
+      system.terminate();
+    }
+  }
+
+  /** The position topic must be compacted: a deleting one is refused at start, naming the setting and the fix. */
+  @Test
+  void aPositionTopicThatDeletesIsRefusedAtStart() {
+    String in = KafkaBroker.uniqueName("eos-delete");
+    String positions = in + "-positions";
+    broker.createTopic(in, 1);
+    broker.createTopic(positions, 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE));
+    ActorSystem<Void> system = KafkaPipelineIT.node("eos-delete", postgres);
+    try {
+      SettingsException e = assertThrows(SettingsException.class, () -> KafkaPipeline.create(system,
+          KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
+          settings(system, "eos-delete", in, KafkaBroker.uniqueName("g"), positions)).start());
+      assertEquals("fencepost.pipelines.eos-delete.outbox.position-topic", e.key());
+      assertTrue(e.getMessage().contains("has cleanup.policy=delete"), e.getMessage());
+    } finally {
+      system.terminate();
+    }
+  }
+
+  private static KafkaProducer<byte[], byte[]> transactional(PartitionId partition) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "fencepost-outbox|" + partition.qualifiedName());
+    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+  }
+
+  /** A relay of {@code partition} that sent {@code n} records into a transaction and died before committing. */
+  private static KafkaProducer<byte[], byte[]> deadRelay(PartitionId partition, String out, int n) throws Exception {
+    KafkaProducer<byte[], byte[]> producer = transactional(partition);
+    producer.initTransactions();
+    producer.beginTransaction();
+    for (int i = 0; i < n; i++) {
+      ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(out, 0, null, ("copy-" + i).getBytes(StandardCharsets.UTF_8));
+      r.headers().add(OutboxRecord.ID_HEADER, ("dead-relay-copy-" + i).getBytes(StandardCharsets.UTF_8));
+      producer.send(r).get(30, TimeUnit.SECONDS);
+    }
+    return producer;
+  }
+
+  /** Each outbox id a read_committed consumer sees in {@code topic}, read to its last stable offset, with its count. */
+  static Map<String, Integer> committed(String topic) {
+    Map<String, Integer> ids = new HashMap<>();
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+        new ByteArrayDeserializer())) {
+      List<TopicPartition> tps = new ArrayList<>();
+      consumer.partitionsFor(topic, Duration.ofSeconds(10)).forEach(i -> tps.add(new TopicPartition(topic, i.partition())));
+      consumer.assign(tps);
+      consumer.seekToBeginning(tps);
+      Map<TopicPartition, Long> end = consumer.endOffsets(tps);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (tps.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp)) && System.nanoTime() < deadline) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+          ids.merge(new String(r.headers().lastHeader(OutboxRecord.ID_HEADER).value(), StandardCharsets.UTF_8), 1,
+              Integer::sum);
+        }
+      }
+    }
+    return ids;
+  }
+
+  private static void await(String what, Duration timeout, CheckedCondition condition) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.holds()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("not within " + timeout + ": " + what);
+      }
+      Thread.sleep(200);
+    }
+  }
+
+  private interface CheckedCondition {
+    boolean holds() throws Exception;
+  }
+}
