@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -37,19 +38,27 @@ final class ChaosCampaign {
 
   /** What to run. */
   public record Plan(long seed, int nodes, int partitions, int payments, int rate, double dupRate, int kills,
-      int zombies, int rebalances, int brokerRestarts, int postgresStops, int databases, Path dir) {
+      int zombies, int rebalances, int brokerRestarts, int postgresStops, int databases, Path dir,
+      Optional<String> outboxDelivery) {
   }
 
   /** The outcome: the generator's own counts, the faults injected, and the reconciliation. */
   public record Outcome(long payments, long producerDuplicates, List<String> faults, ReconciliationReport report,
-      OwnershipLog ownership, List<String> failovers) {
+      OwnershipLog ownership, List<String> failovers, Optional<OutboxTopicCount> outbox, boolean exactlyOnceOutbox) {
 
     /** One line: the verdict and whether the report agrees exactly with the generator. */
     public String verdict() {
       boolean exact = exact();
       return (passed() ? "CAMPAIGN PASSED: " : "CAMPAIGN FAILED: ") + report.verdict()
           + (exact ? "" : "; generator sent " + payments + " payments and " + producerDuplicates + " duplicates")
+          + outbox.map(o -> "; outbox topic [" + OUTBOX + "] (read_committed): " + o).orElse("")
           + "; " + ownership.render() + "; fail-overs after SIGKILL: " + failovers;
+    }
+
+    /** Exactly once to the outbox topic: one record per payment, no copies (at least once: none missing). */
+    private boolean outboxExact() {
+      return outbox.map(o -> o.ids() == payments && o.withoutId() == 0 && (!exactlyOnceOutbox || o.records() == payments))
+          .orElse(true);
     }
 
     private boolean exact() {
@@ -59,12 +68,14 @@ final class ChaosCampaign {
 
     /** Every payment applied once, and no rule of partition ownership broken. */
     public boolean passed() {
-      return report.ok() && exact() && ownership.clean();
+      return report.ok() && exact() && ownership.clean() && outboxExact();
     }
   }
 
   private static final String TOPIC = "payments";
   private static final String GROUP = "ledger";
+  /** With an outbox, the topic the nodes announce each credit on. */
+  static final String OUTBOX = "credited";
 
   private final Plan plan;
   private final PrintStream out;
@@ -134,8 +145,10 @@ final class ChaosCampaign {
         failovers.add(kill.getKey() + " at " + kill.getValue() + ": " + OwnershipLog.firstSeekAfter(kill.getValue(), others)
             .map(d -> String.format("%.1f s", d.toMillis() / 1e3)).orElse("no seek seen"));
       }
+      Optional<OutboxTopicCount> outbox = plan.outboxDelivery().isEmpty() ? Optional.empty()
+          : Optional.of(awaitOutbox(report.total().applied()));
       return new Outcome(summary.get().payments(), summary.get().duplicates(), List.copyOf(faultLog), report,
-          OwnershipLog.of(logs), failovers);
+          OwnershipLog.of(logs), failovers, outbox, plan.outboxDelivery().filter("exactly-once"::equals).isPresent());
     } finally {
       for (JvmProcess p : started) {
         p.close();
@@ -145,6 +158,22 @@ final class ChaosCampaign {
         server.close();
       }
     }
+  }
+
+  /**
+   * Waits until a read_committed reader of the outbox topic sees an outbox id for every applied payment
+   * (the relays publish after the journal writes), then counts once more: what it sees then is final.
+   */
+  private OutboxTopicCount awaitOutbox(long applied) throws InterruptedException {
+    Map<String, Object> reader = Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+    OutboxTopicCount count = OutboxTopicCount.read(reader, OUTBOX, Duration.ofSeconds(60));
+    while (count.ids() < applied && System.nanoTime() < deadline) {
+      Thread.sleep(1000);
+      count = OutboxTopicCount.read(reader, OUTBOX, Duration.ofSeconds(60));
+    }
+    out.println("outbox topic [" + OUTBOX + "] read_committed: " + count);
+    return count;
   }
 
   private List<Fault> schedule() {
@@ -172,7 +201,11 @@ final class ChaosCampaign {
     brokerPort = FreePorts.next();
     startBroker();
     try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-      admin.createTopics(List.of(new NewTopic(TOPIC, plan.partitions(), (short) 1))).all().get(30, TimeUnit.SECONDS);
+      List<NewTopic> topics = new ArrayList<>(List.of(new NewTopic(TOPIC, plan.partitions(), (short) 1)));
+      if (plan.outboxDelivery().isPresent()) {
+        topics.add(new NewTopic(OUTBOX, plan.partitions(), (short) 1));
+      }
+      admin.createTopics(topics).all().get(30, TimeUnit.SECONDS);
     }
     for (int i = 0; i < plan.databases(); i++) {
       Postgres server = Postgres.startEmbedded(plan.dir().resolve(i == 0 ? "postgres" : "postgres-" + i),
@@ -209,8 +242,9 @@ final class ChaosCampaign {
     for (int p : ports) {
       seeds.add("127.0.0.1:" + p);
     }
-    JvmProcess p = JvmProcess.start(name, Main.class.getName(),
-        LedgerNode.commandLine(bootstrap, TOPIC, GROUP, dbs, port, seeds), plan.dir().resolve(name + ".log"));
+    List<String> args = new ArrayList<>(LedgerNode.commandLine(bootstrap, TOPIC, GROUP, dbs, port, seeds));
+    plan.outboxDelivery().ifPresent(d -> args.addAll(List.of("--outbox-topic", OUTBOX, "--outbox-delivery", d)));
+    JvmProcess p = JvmProcess.start(name, Main.class.getName(), args, plan.dir().resolve(name + ".log"));
     started.add(p);
     return p;
   }

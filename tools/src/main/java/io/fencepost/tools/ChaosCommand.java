@@ -1,6 +1,7 @@
 package io.fencepost.tools;
 
 import java.nio.file.Path;
+import java.util.List;
 
 /** {@code fencepost chaos}: a seeded fault campaign ending in a reconciliation verdict. */
 final class ChaosCommand implements Main.Command {
@@ -21,6 +22,8 @@ final class ChaosCommand implements Main.Command {
         .value("postgres-stops", "n", null, "0", "PostgreSQL stopped for 10 s (with several databases: one of them)")
         .value("databases", "n", null, "1", "journal databases, each on a PostgreSQL server of its own; the "
             + "partitions' histories are spread over them")
+        .value("outbox-delivery", "mode", null, null, "also announce every credit on topic credited through the "
+            + "outbox, exactly-once or at-least-once, and count what a read_committed reader sees there")
         .value("dir", "path", null, "fencepost-chaos", "working directory (wiped first)")
         .bool("json", "also print the reconciliation report as JSON");
     if (!flags.parse(args)) {
@@ -31,7 +34,11 @@ final class ChaosCommand implements Main.Command {
         flags.intValue("payments", 100, Integer.MAX_VALUE), flags.intValue("rate", 1, 1_000_000),
         flags.doubleValue("dup-rate", 0, 1), flags.intValue("kills", 0, 1000), flags.intValue("zombies", 0, 1000),
         flags.intValue("rebalances", 0, 1000), flags.intValue("broker-restarts", 0, 1000),
-        flags.intValue("postgres-stops", 0, 1000), flags.intValue("databases", 1, 8), Path.of(flags.require("dir")).toAbsolutePath());
+        flags.intValue("postgres-stops", 0, 1000), flags.intValue("databases", 1, 8), Path.of(flags.require("dir")).toAbsolutePath(),
+        flags.get("outbox-delivery"));
+    plan.outboxDelivery().filter(d -> !List.of("exactly-once", "at-least-once").contains(d)).ifPresent(d -> {
+      throw new IllegalArgumentException("--outbox-delivery must be exactly-once or at-least-once, was [" + d + "]");
+    });
     ChaosCampaign.Outcome outcome = new ChaosCampaign(plan, System.out).run();
     System.out.print(outcome.report().render());
     System.out.println();

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Tag;
@@ -13,8 +14,10 @@ import io.fencepost.reconciliation.ReconciliationReport;
 
 /**
  * The CI-sized fault campaign: 3 node processes, 12 partitions, 100,000 payments with 1% producer
- * duplicates, 3 SIGKILLs, 1 zombie (SIGSTOP past the session timeout), 1 broker restart, 1 rebalance.
- * The reconciliation must agree exactly with the generator's own counts.
+ * duplicates, 3 SIGKILLs, 1 zombie (SIGSTOP past the session timeout), 1 broker restart, 1 rebalance;
+ * each credit announced through the exactly-once outbox relay. The reconciliation must agree exactly
+ * with the generator's own counts, and a read_committed reader of the outbox topic must see each
+ * announcement once.
  */
 @Tag("integration")
 @Timeout(value = 15, unit = TimeUnit.MINUTES)
@@ -23,7 +26,7 @@ class ChaosCampaignIT {
   @Test
   void ciSizedCampaignLosesNothingAndDoublesNothing() throws Exception {
     ChaosCampaign.Plan plan = new ChaosCampaign.Plan(20261129, 3, 12, 100_000, 1_500, 0.01, 3, 1, 1, 1, 0, 1,
-        Path.of("target", "chaos-it").toAbsolutePath());
+        Path.of("target", "chaos-it").toAbsolutePath(), Optional.of("exactly-once"));
     ChaosCampaign.Outcome outcome = new ChaosCampaign(plan, System.out).run();
     ReconciliationReport report = outcome.report();
     System.out.println(report.render());
@@ -45,6 +48,9 @@ class ChaosCampaignIT {
     assertEquals(1, outcome.faults().stream().filter(f -> f.contains("node added")).count());
     assertEquals(0, outcome.ownership().anomalies(), "ownership anomalies: " + outcome.ownership().render());
     assertEquals(0, outcome.ownership().partitionRestarts(), "partitions restarted: " + outcome.ownership().render());
+    OutboxTopicCount outbox = outcome.outbox().orElseThrow();
+    assertEquals(100_000, outbox.ids(), "an announcement of every credit, read_committed: " + outbox);
+    assertEquals(100_000, outbox.records(), "each announcement once, read_committed: " + outbox);
     assertTrue(outcome.passed(), outcome.verdict());
   }
 }
