@@ -127,11 +127,14 @@ class ExactlyOnceOutboxIT {
   }
 
   /**
-   * A relay fenced by a later relay of its partition (which a paused node meets once it resumes)
-   * stops quietly: an INFO line, no ERROR of its own, nothing published twice.
+   * A relay fenced by a later relay of its partition (which a paused node meets once it resumes) says
+   * so at INFO and nothing of Fencepost's at ERROR; while its node still owns the partition (here no
+   * rebalance tells it otherwise: as after a transaction the broker aborted for its age) it starts
+   * again after a pause, from the position committed, and publishes every record once.
    */
   @Test
-  void aRelayALaterOneFencedStopsQuietly() throws Exception {
+  void aRelayALaterOneFencedSaysSoAndGoesOnFromTheCommittedPositionWhileItsNodeOwnsThePartition()
+      throws Exception {
     String in = KafkaBroker.uniqueName("zombie");
     String out = in + "-out";
     String positions = in + "-positions";
@@ -148,24 +151,81 @@ class ExactlyOnceOutboxIT {
       KafkaPipelineIT.produceTo(broker, in, 1, 200, "before-");
       await("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200);
       root.addAppender(seen);
-      // A later relay of partition 0 starts elsewhere: it fences this node's.
-      try (KafkaProducer<byte[], byte[]> later = transactional(new PartitionId(group, in, 0))) {
+      // A later relay of partition 0 starts elsewhere: it fences this node's, and publishes nothing.
+      try (KafkaProducer<byte[], byte[]> later = transactional("fencepost-outbox|" + new PartitionId(group, in, 0)
+          .qualifiedName(), Duration.ofMinutes(1))) {
         later.initTransactions();
         KafkaPipelineIT.produceTo(broker, in, 1, 100, "after-");
         await("the fenced relay says so", Duration.ofMinutes(1), () -> seen.list.stream().anyMatch(e ->
-            e.getLevel() == Level.INFO && e.getFormattedMessage().contains("outbox relay stops: a later relay")));
+            e.getLevel() == Level.INFO && e.getFormattedMessage().contains("outbox relay fenced by a later relay")));
+        await("the relay started again and published the rest", Duration.ofMinutes(1),
+            () -> committed(out).size() == 300);
       }
       // (kafka-clients' own Sender logs one ERROR "Aborting producer batches due to fatal error" on fencing.)
       assertEquals(List.of(), seen.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.ERROR)
           && e.getLoggerName().startsWith("io.fencepost")).map(ILoggingEvent::getFormattedMessage).toList(),
           "no ERROR of Fencepost's for a fenced relay");
       Map<String, Integer> ids = committed(out);
-      assertEquals(200, ids.size(), "nothing committed after the fence");
-      assertEquals(200, ids.values().stream().mapToInt(Integer::intValue).sum(), "nothing twice");
+      assertEquals(300, ids.size(), "every record");
+      assertEquals(300, ids.values().stream().mapToInt(Integer::intValue).sum(), "nothing twice");
     } finally {
       root.detachAppender(seen);
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
+   * Relays share the position topic's partitions: a transaction another relay left open there (a
+   * killed node's, until its partition's next relay starts) holds the partition's last stable offset
+   * back. A relay that starts then must still find the position it committed after that transaction
+   * began, not an older one (it waits for the open transaction to end).
+   */
+  @Test
+  void aRelayFindsItsPositionBehindAnotherRelaysOpenTransaction() throws Exception {
+    String in = KafkaBroker.uniqueName("shared");
+    String out = in + "-out";
+    String positions = in + "-positions";
+    String group = KafkaBroker.uniqueName("shared-group");
+    broker.createTopic(in, 1);
+    broker.createTopic(out, 1);
+    broker.createTopic(positions, 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
+    KafkaProducer<byte[], byte[]> other = null;
+    try {
+      for (int run = 0; run < 2; run++) {
+        int r = run;
+        ActorSystem<Void> system = KafkaPipelineIT.node("shared" + run, postgres);
+        try {
+          Pipeline pipeline = KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new,
+              new KafkaPipelineIT.PaymentDeserializer(), settings(system, "shared", in, group, positions)).start();
+          KafkaPipelineIT.produceTo(broker, in, 1, 200, "run" + run + "a-");
+          await("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200 + 400 * r);
+          if (run == 0) {
+            // Another relay's transaction opens on the position topic's one partition and stays open (20 s).
+            other = transactional("fencepost-outbox|other-group|other|0", Duration.ofSeconds(20));
+            other.initTransactions();
+            other.beginTransaction();
+            other.send(new ProducerRecord<>(positions, 0, "fencepost|other-group|other|0".getBytes(StandardCharsets.UTF_8),
+                "7".getBytes(StandardCharsets.UTF_8))).get(30, TimeUnit.SECONDS);
+          }
+          KafkaPipelineIT.produceTo(broker, in, 1, 200, "run" + run + "b-");
+          await("the rest committed", Duration.ofMinutes(2), () -> committed(out).size() == 400 * (r + 1));
+          pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+        } finally {
+          system.terminate();
+          system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+        }
+        try (Connection c = postgres.connect(); Statement st = c.createStatement()) {
+          st.executeUpdate("DELETE FROM durable_state WHERE persistence_id LIKE 'fencepost-outbox|%" + group + "%'");
+        }
+      }
+      Map<String, Integer> ids = committed(out);
+      assertEquals(800, ids.size(), "distinct outbox ids");
+      assertEquals(800, ids.values().stream().mapToInt(Integer::intValue).sum(), "each once");
+    } finally {
+      if (other != null) {
+        other.close(Duration.ZERO);
+      }
     }
   }
 
@@ -179,7 +239,7 @@ class ExactlyOnceOutboxIT {
           .withDelivery(OutboxSettings.Delivery.EXACTLY_ONCE)
           .withProducer(Map.of("delivery.timeout.ms", "30000", "transaction.timeout.ms", "20000"))));
       assertEquals("fencepost.pipelines.eos-timeout.outbox.producer-kafka-clients.transaction.timeout.ms", e.key());
-      assertTrue(e.getMessage().contains("20000") && e.getMessage().contains("delivery.timeout.ms (30000 ms)"),
+      assertTrue(e.getMessage().contains("20000") && e.getMessage().contains("(30000 + 60000 ms)"),
           e.getMessage());
     } finally {
       system.terminate();
@@ -205,16 +265,21 @@ class ExactlyOnceOutboxIT {
     }
   }
 
-  private static KafkaProducer<byte[], byte[]> transactional(PartitionId partition) {
+  private static KafkaProducer<byte[], byte[]> transactional(String transactionalId, Duration timeout) {
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
-    p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "fencepost-outbox|" + partition.qualifiedName());
+    p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+    p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, Long.toString(timeout.toMillis()));
     return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
   }
 
-  /** A relay of {@code partition} that sent {@code n} records into a transaction and died before committing. */
+  /**
+   * A relay of {@code partition} that sent {@code n} records into a transaction and died before
+   * committing; its transaction would stay open for 10 minutes: only the next relay's start ends it.
+   */
   private static KafkaProducer<byte[], byte[]> deadRelay(PartitionId partition, String out, int n) throws Exception {
-    KafkaProducer<byte[], byte[]> producer = transactional(partition);
+    KafkaProducer<byte[], byte[]> producer = transactional("fencepost-outbox|" + partition.qualifiedName(),
+        Duration.ofMinutes(10));
     producer.initTransactions();
     producer.beginTransaction();
     for (int i = 0; i < n; i++) {

@@ -69,6 +69,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private static final Object TIMER = "poll";
   private static final Object RETRY = "retry";
   private static final Duration REPEAT_ERROR = Duration.ofMinutes(1);
+  /** How long a fenced relay waits before it starts again (a zombie's node sees it lost the partition sooner). */
+  private static final Duration FENCED_PAUSE = Duration.ofSeconds(10);
   /** Consecutive failed rounds after which the producer is replaced even though it answers. */
   private static final int REBUILD_EVERY = 5;
 
@@ -81,6 +83,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private final RelayTransactions transactions;
   /** A Stop that came while a round ran: the relay stops when the round is done. */
   private boolean stopping;
+  /** Rounds fenced by a later relay since the last that was not. */
+  private int fencedInARow;
   private final Backoff backoff;
   private final CurrentEventsByPersistenceIdQuery journal;
   private final Executor blocking;
@@ -252,9 +256,12 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     long upTo = from - 1;
     boolean sending = false;
     try {
+      if (stopRequested.get()) {
+        return new RoundDone(id, upTo, 0, 0, null, false, null);   // told to stop: never fence the next owner
+      }
       if (!transactions.started()) {
         sending = true;
-        upTo = transactions.start(from - 1);
+        upTo = transactions.start(from - 1, journal, readLimit);
         sending = false;
       }
       RelayTransactions.Committed done = transactions.round(journal, upTo + 1, entries, readLimit);
@@ -275,14 +282,25 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       return Effect().none();   // an earlier incarnation's round: its result says nothing of this one's position
     }
     roundRunning = false;
-    if (done.failure() instanceof RelayTransactions.Fenced fenced) {
-      // A later relay of this partition started (the partition moved, or this node was taken for dead):
-      // it publishes from what this one committed. Nothing is stored; this one is done.
-      ctx.getLog().info("[{}] outbox relay stops: a later relay of the partition fenced it ({}); it goes on from "
-          + "the position this one committed", partition.shortName(), fenced.getMessage());
-      stopRequested.set(true);
-      failing.set(0);
-      return Effect().stop();
+    if (done.failure() instanceof RelayTransactions.Fenced fenced && fencedInARow++ == 0 && !stopping) {
+      // A later relay of this partition started: the partition moved (this node is a zombie, and stops
+      // this relay as soon as it sees it lost the partition), or the broker aborted a transaction that
+      // outlived transaction.timeout.ms. The later relay goes on from what this one committed; this
+      // one starts again after a pause unless it is stopped meanwhile. Fenced again: a failure as any.
+      transactions.close();
+      if (failures++ == 0) {
+        failingSinceNanos = roundStartedNanos;
+      }
+      ctx.getLog().info("[{}] outbox relay fenced by a later relay of the partition ({}); it goes on from the "
+          + "position this one committed, and this one starts again in {} s unless this node lost the partition "
+          + "meanwhile", partition.shortName(), fenced.getMessage(), FENCED_PAUSE.toSeconds());
+      timers.startSingleTimer(RETRY, Wake.INSTANCE, FENCED_PAUSE);
+      return Effect().none();
+    }
+    if (done.failure() instanceof RelayTransactions.Fenced) {
+      transactions.close();
+    } else if (done.failure() == null) {
+      fencedInARow = 0;
     }
     if (stopping) {
       if (done.upTo() > publishedUpTo) {
@@ -299,7 +317,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
           partition.shortName(), gap.getMessage());
       throw gap;
     }
-    if (transactions != null && done.upTo() > publishedUpTo && done.failure() == null) {
+    if (transactions != null && done.published() > 0 && done.failure() == null) {
       metrics.relayTransaction(partition);
     }
     boolean progressed = done.upTo() > publishedUpTo || done.acked() > ackedInNext;
@@ -360,7 +378,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     String what = unsettled
         ? "no acknowledgement within " + producers.ackTimeout().toSeconds() + " s (a wedged producer)"
         : (done.sending() ? "" : "reading the journal: ") + HealingProducer.describe(cause);
-    if (transactions != null && done.sending()) {
+    if (transactions != null && done.sending() && transactions.started()) {
       what = "the round's transaction was aborted: " + what;
     }
     metrics.relayFailed(partition, cause);

@@ -160,12 +160,13 @@ public final class OutboxSettings {
             + "(1 to 249 of a-z, A-Z, 0-9, '.', '_', '-'), e.g. fencepost-outbox-positions");
       }
       long delivery = millis(v.producer, "delivery.timeout.ms", 120_000);
+      long block = millis(v.producer, "max.block.ms", 60_000);
       long transaction = millis(v.producer, "transaction.timeout.ms", 60_000);
-      if (transaction <= delivery) {
+      if (transaction <= delivery + block) {
         throw new SettingsException(path + ".producer-kafka-clients.transaction.timeout.ms", transaction, "must be "
-            + "longer than delivery.timeout.ms (" + delivery + " ms), which a relay round's sends may take before it "
-            + "commits: the broker would abort the round's transaction first. Raise transaction.timeout.ms (at most "
-            + "the brokers' transaction.max.timeout.ms) or lower delivery.timeout.ms");
+            + "longer than delivery.timeout.ms + max.block.ms (" + delivery + " + " + block + " ms), which a relay "
+            + "round's sends may take before it commits: the broker would abort the round's transaction first. Raise "
+            + "transaction.timeout.ms (at most the brokers' transaction.max.timeout.ms) or lower the others");
       }
     }
   }

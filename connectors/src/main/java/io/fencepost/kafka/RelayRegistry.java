@@ -64,8 +64,7 @@ final class RelayRegistry implements OwnershipSeams.Relays {
     if (!settings.outbox().enabled()) {
       return;
     }
-    // A relay a later one fenced ended by itself (its stop flag set): this node runs the partition's relay again.
-    relays.compute(id, (k, running) -> running != null && !running.stopRequested().get() ? running : startRelay(k));
+    relays.computeIfAbsent(id, this::startRelay);
   }
 
   private Running startRelay(PartitionId k) {

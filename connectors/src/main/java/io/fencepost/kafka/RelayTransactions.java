@@ -116,11 +116,19 @@ final class RelayTransactions {
    * stored in the journal database, never ahead of a committed one; past it only entries without
    * outbox records) when it is higher.
    */
-  long start(long lowerBound) {
+  long start(long lowerBound, CurrentEventsByPersistenceIdQuery journal, Duration readLimit) throws Exception {
     close();
     Producer<byte[], byte[]> fresh = producers.apply(producerProperties);
+    long committed;
     try {
       fresh.initTransactions();
+      committed = readCommittedPosition(fresh);
+      if (committed > lowerBound) {
+        requireInJournal(journal, committed, readLimit);
+      }
+    } catch (ProducerFencedException e) {
+      closeQuietly(fresh);
+      throw new Fenced(e);
     } catch (TransactionalIdAuthorizationException e) {
       closeQuietly(fresh);
       throw new KafkaException("the relay's Kafka user may not use transactional id [" + transactionalId(partition)
@@ -133,15 +141,33 @@ final class RelayTransactions {
           + "max.block.ms: their transaction coordinator is not available (is the brokers' "
           + "transaction.state.log.replication.factor above the number of brokers, or "
           + "transaction.state.log.min.isr unmet?); " + e.getMessage(), e);
-    } catch (RuntimeException e) {
+    } catch (Exception e) {
       closeQuietly(fresh);
       throw e;
     }
-    producer = fresh;
-    long committed = readCommittedPosition();
+    producer = fresh;   // only now: a round never runs on a producer whose position was not read
     log.info("[{}] exactly-once outbox relay started (transactional.id [{}]): committed position {}, stored {}",
         partition.shortName(), transactionalId(partition), committed, lowerBound);
     return Math.max(committed, lowerBound);
+  }
+
+  /**
+   * The committed position names a journal entry this database must hold (one with outbox records,
+   * which compaction keeps while it is above the stored position): when it does not, the position topic
+   * outlived the journal (a recreated database, another deployment's topic), and publishing from there
+   * would skip the new journal's records. Refused (the round fails, with the usual ERROR and meter)
+   * until an operator sorts it out.
+   */
+  private void requireInJournal(CurrentEventsByPersistenceIdQuery journal, long committed, Duration readLimit)
+      throws Exception {
+    List<EventEnvelope> entry = journal.currentEventsByPersistenceId(partition.persistenceId(), committed, committed)
+        .completionTimeout(readLimit).runWith(Sink.seq(), system).toCompletableFuture().get();
+    if (entry.isEmpty()) {
+      throw new KafkaException("the position committed on topic [" + settings.positionTopic() + "] for ["
+          + partition.persistenceId() + "] is journal entry " + committed + ", which the journal does not hold: the "
+          + "position topic outlived the journal (a recreated or restored database, or another deployment's topic). "
+          + "Nothing is published until the key is removed from the topic (a tombstone) or the journal restored");
+    }
   }
 
   /**
@@ -150,6 +176,10 @@ final class RelayTransactions {
    */
   Committed round(CurrentEventsByPersistenceIdQuery journal, long from, int maxEntries, Duration readLimit)
       throws Exception {
+    Producer<byte[], byte[]> producer = this.producer;
+    if (producer == null) {
+      throw new IllegalStateException("the relay's producer is closed");
+    }
     String pid = partition.persistenceId();
     List<EventEnvelope> entries = journal.currentEventsByPersistenceId(pid, from, Long.MAX_VALUE)
         .take(maxEntries)
@@ -179,7 +209,7 @@ final class RelayTransactions {
       for (ProducerRecord<byte[], byte[]> r : records) {
         producer.send(r);
       }
-      producer.send(positionRecord(upTo));
+      producer.send(positionRecord(producer, upTo));
       producer.commitTransaction();   // flushes; throws the first failed send's error
       return new Committed(upTo, records.size());
     } catch (KafkaException e) {
@@ -189,7 +219,7 @@ final class RelayTransactions {
       if (fatal(e)) {
         close();   // fatal for this producer: the next round starts a new one (and reads the position again)
       } else {
-        abortOrClose();
+        abortOrClose(producer);
       }
       throw e;
     }
@@ -216,7 +246,7 @@ final class RelayTransactions {
     return false;
   }
 
-  private void abortOrClose() {
+  private void abortOrClose(Producer<byte[], byte[]> producer) {
     try {
       producer.abortTransaction();
     } catch (RuntimeException e) {
@@ -229,7 +259,7 @@ final class RelayTransactions {
     }
   }
 
-  private ProducerRecord<byte[], byte[]> positionRecord(long upTo) {
+  private ProducerRecord<byte[], byte[]> positionRecord(Producer<byte[], byte[]> producer, long upTo) {
     int partitions = producer.partitionsFor(settings.positionTopic()).size();
     return new ProducerRecord<>(settings.positionTopic(), positionPartition(positionKey, partitions), positionKey,
         Long.toString(upTo).getBytes(StandardCharsets.UTF_8));
@@ -241,34 +271,35 @@ final class RelayTransactions {
   }
 
   /**
-   * The position committed under this partition's key: the position topic's partition read from its
-   * start to its last stable offset with {@code read_committed} (after {@code initTransactions} no
-   * transaction of an earlier relay of this partition is open, so nothing of theirs is missed); -1 when
-   * none was committed.
+   * The position committed under this partition's key (the highest, should an older one come later):
+   * the position topic's partition read with {@code read_committed} from its start to the end it had
+   * once {@code initTransactions} returned (no transaction of an earlier relay of this partition is open
+   * then); -1 when none was committed.
    */
-  private long readCommittedPosition() {
-    Map<String, Object> props = new HashMap<>(consumerProperties);
-    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-    props.remove(ConsumerConfig.GROUP_ID_CONFIG);
-    props.remove(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG);
-    props.put(ConsumerConfig.CLIENT_ID_CONFIG, "fencepost-outbox-positions-" + READERS.incrementAndGet());
-    int partitions = producer.partitionsFor(settings.positionTopic()).size();
+  private long readCommittedPosition(Producer<byte[], byte[]> started) {
+    int partitions = started.partitionsFor(settings.positionTopic()).size();
     TopicPartition tp = new TopicPartition(settings.positionTopic(), positionPartition(positionKey, partitions));
     long deadline = System.nanoTime() + readTimeout.toNanos();
-    try (Consumer<byte[], byte[]> reader = consumers.apply(props)) {
+    // To the end of the log, not its last stable offset: another relay's transaction open on this
+    // partition (one that shares it, or a dead one until its next relay starts) holds the stable offset
+    // back, and a position of this relay's partition committed after it would be missed. Reading on
+    // waits until those transactions end (at most transaction.timeout.ms).
+    long end;
+    try (Consumer<byte[], byte[]> ends = consumers.apply(reader("read_uncommitted"))) {
+      end = ends.endOffsets(List.of(tp), readTimeout).get(tp);
+    }
+    try (Consumer<byte[], byte[]> reader = consumers.apply(reader("read_committed"))) {
       reader.assign(List.of(tp));
       reader.seekToBeginning(List.of(tp));
-      long end = reader.endOffsets(List.of(tp), readTimeout).get(tp);
       long position = -1;
       while (reader.position(tp, readTimeout) < end) {
         if (System.nanoTime() > deadline) {
           throw new KafkaException("reading the relay's committed position from [" + tp + "] did not reach offset "
-              + end + " within " + readTimeout.toSeconds() + " s");
+              + end + " within " + readTimeout.toSeconds() + " s (a transaction open on it that long?)");
         }
         for (ConsumerRecord<byte[], byte[]> r : reader.poll(Duration.ofMillis(500))) {
           if (r.key() != null && java.util.Arrays.equals(r.key(), positionKey) && r.value() != null) {
-            position = Long.parseLong(new String(r.value(), StandardCharsets.UTF_8));
+            position = Math.max(position, Long.parseLong(new String(r.value(), StandardCharsets.UTF_8)));
           }
         }
       }
@@ -276,11 +307,22 @@ final class RelayTransactions {
     }
   }
 
+  private Map<String, Object> reader(String isolation) {
+    Map<String, Object> props = new HashMap<>(consumerProperties);
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    props.remove(ConsumerConfig.GROUP_ID_CONFIG);
+    props.remove(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG);
+    props.put(ConsumerConfig.CLIENT_ID_CONFIG, "fencepost-outbox-positions-" + READERS.incrementAndGet());
+    return props;
+  }
+
   /** Closes the producer (without waiting for anything it has not sent). */
-  void close() {
-    if (producer != null) {
-      closeQuietly(producer);
-      producer = null;
+  synchronized void close() {
+    Producer<byte[], byte[]> p = producer;
+    producer = null;
+    if (p != null) {
+      closeQuietly(p);
     }
   }
 

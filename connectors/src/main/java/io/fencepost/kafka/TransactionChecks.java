@@ -110,12 +110,17 @@ final class TransactionChecks {
           + "] within 30 s", e);
     }
     try {
-      admin.createTopics(List.of(new NewTopic(topic, java.util.Optional.of(POSITION_TOPIC_PARTITIONS),
-          java.util.Optional.empty()).configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT,
-          TopicConfig.SEGMENT_MS_CONFIG, "3600000"))))
+      // As durable as the transaction log: a position rolled back by losing a replica publishes again.
+      int brokers = admin.describeCluster().nodes().get(30, TimeUnit.SECONDS).size();
+      short replicas = (short) Math.min(3, brokers);
+      admin.createTopics(List.of(new NewTopic(topic, POSITION_TOPIC_PARTITIONS, replicas).configs(Map.of(
+          TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT,
+          TopicConfig.SEGMENT_MS_CONFIG, "3600000",
+          TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, Integer.toString(Math.min(2, replicas)),
+          TopicConfig.UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG, "false"))))
           .all().get(30, TimeUnit.SECONDS);
-      log.info("[{}] created the outbox position topic [{}] ({} partitions, cleanup.policy=compact)", settings.name(),
-          topic, POSITION_TOPIC_PARTITIONS);
+      log.info("[{}] created the outbox position topic [{}] ({} partitions, replication factor {}, "
+          + "cleanup.policy=compact)", settings.name(), topic, POSITION_TOPIC_PARTITIONS, replicas);
     } catch (ExecutionException e) {
       if (!(e.getCause() instanceof TopicExistsException)) {
         throw new IllegalStateException("[" + settings.name() + "] cannot create the outbox position topic [" + topic
