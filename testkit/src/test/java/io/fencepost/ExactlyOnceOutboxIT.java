@@ -103,7 +103,7 @@ class ExactlyOnceOutboxIT {
             new KafkaPipelineIT.PaymentDeserializer(), settings(system, "eos", in, group, positions)).start();
         KafkaPipelineIT.produceTo(broker, in, 2, 400, "run" + run + "-");
         int expected = 400 * (run + 1);
-        await("every record committed once", Duration.ofMinutes(2), () -> committed(out).size() == expected);
+        Await.until("every record committed once", Duration.ofMinutes(2), () -> committed(out).size() == expected);
         Map<String, Integer> ids = committed(out);
         assertEquals(expected, ids.size(), "distinct outbox ids");
         assertEquals(expected, ids.values().stream().mapToInt(Integer::intValue).sum(),
@@ -149,16 +149,16 @@ class ExactlyOnceOutboxIT {
       KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
           settings(system, "zombie", in, group, positions)).start();
       KafkaPipelineIT.produceTo(broker, in, 1, 200, "before-");
-      await("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200);
+      Await.until("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200);
       root.addAppender(seen);
       // A later relay of partition 0 starts elsewhere: it fences this node's, and publishes nothing.
       try (KafkaProducer<byte[], byte[]> later = transactional("fencepost-outbox|" + new PartitionId(group, in, 0)
           .qualifiedName(), Duration.ofMinutes(1))) {
         later.initTransactions();
         KafkaPipelineIT.produceTo(broker, in, 1, 100, "after-");
-        await("the fenced relay says so", Duration.ofMinutes(1), () -> seen.list.stream().anyMatch(e ->
+        Await.until("the fenced relay says so", Duration.ofMinutes(1), () -> seen.list.stream().anyMatch(e ->
             e.getLevel() == Level.INFO && e.getFormattedMessage().contains("outbox relay fenced by a later relay")));
-        await("the relay started again and published the rest", Duration.ofMinutes(1),
+        Await.until("the relay started again and published the rest", Duration.ofMinutes(1),
             () -> committed(out).size() == 300);
       }
       // (kafka-clients' own Sender logs one ERROR "Aborting producer batches due to fatal error" on fencing.)
@@ -199,7 +199,7 @@ class ExactlyOnceOutboxIT {
           Pipeline pipeline = KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new,
               new KafkaPipelineIT.PaymentDeserializer(), settings(system, "shared", in, group, positions)).start();
           KafkaPipelineIT.produceTo(broker, in, 1, 200, "run" + run + "a-");
-          await("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200 + 400 * r);
+          Await.until("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200 + 400 * r);
           if (run == 0) {
             // Another relay's transaction opens on the position topic's one partition and stays open (20 s).
             other = transactional("fencepost-outbox|other-group|other|0", Duration.ofSeconds(20));
@@ -209,7 +209,7 @@ class ExactlyOnceOutboxIT {
                 "7".getBytes(StandardCharsets.UTF_8))).get(30, TimeUnit.SECONDS);
           }
           KafkaPipelineIT.produceTo(broker, in, 1, 200, "run" + run + "b-");
-          await("the rest committed", Duration.ofMinutes(2), () -> committed(out).size() == 400 * (r + 1));
+          Await.until("the rest committed", Duration.ofMinutes(2), () -> committed(out).size() == 400 * (r + 1));
           pipeline.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
         } finally {
           system.terminate();
@@ -312,19 +312,5 @@ class ExactlyOnceOutboxIT {
       }
     }
     return ids;
-  }
-
-  private static void await(String what, Duration timeout, CheckedCondition condition) throws Exception {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.holds()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("not within " + timeout + ": " + what);
-      }
-      Thread.sleep(200);
-    }
-  }
-
-  private interface CheckedCondition {
-    boolean holds() throws Exception;
   }
 }

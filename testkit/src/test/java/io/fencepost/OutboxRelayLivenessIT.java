@@ -128,8 +128,8 @@ class OutboxRelayLivenessIT {
           new KafkaPipelineIT.PaymentDeserializer(), s)
           .start();
       KafkaPipelineIT.produceTo(broker, in, 2, PAYMENTS, name + "-");
-      await("every payment journaled upstream", Duration.ofMinutes(2), () -> applied(upstream) == PAYMENTS);
-      await("both relays report failing (fencepost.outbox.relay.failing = 1)", Duration.ofMinutes(1),
+      Await.until("every payment journaled upstream", Duration.ofMinutes(2), () -> applied(upstream) == PAYMENTS);
+      Await.until("both relays report failing (fencepost.outbox.relay.failing = 1)", Duration.ofMinutes(1),
           () -> Search.in(meters).name("fencepost.outbox.relay.failing").gauges().stream()
               .filter(g -> g.value() == 1).count() == 2);
       double failedRounds = Search.in(meters).name("fencepost.outbox.relay.failures").counters().stream()
@@ -140,10 +140,10 @@ class OutboxRelayLivenessIT {
 
       fix.run();
       long fixedAt = System.nanoTime();
-      await("every outbox record published after the fix", Duration.ofSeconds(90),
+      Await.until("every outbox record published after the fix", Duration.ofSeconds(90),
           () -> published(out).size() == PAYMENTS);
       long healedMs = (System.nanoTime() - fixedAt) / 1_000_000;
-      await("relays no longer failing", Duration.ofSeconds(30),
+      Await.until("relays no longer failing", Duration.ofSeconds(30),
           () -> Search.in(meters).name("fencepost.outbox.relay.failing").gauges().stream().allMatch(g -> g.value() == 0));
       Map<String, Integer> ids = published(out);
       int copies = ids.values().stream().mapToInt(n -> n - 1).sum();
@@ -155,7 +155,7 @@ class OutboxRelayLivenessIT {
       PipelineSettings d = PipelineSettings.create(system, name + "-down").withBootstrapServers(broker.bootstrapServers())
           .withTopics(List.of(out)).withBatch(100, Duration.ofMillis(20)).withGroupId(KafkaBroker.uniqueName(name + "-down"));
       Pipeline downstream = KafkaPipeline.create(system, Downstream::new, new StringDeserializer(), d).start();
-      await("the downstream pipeline applies every record", Duration.ofMinutes(1),
+      Await.until("the downstream pipeline applies every record", Duration.ofMinutes(1),
           () -> applied(downstream) + droppedByKey(downstream) == PAYMENTS + copies);
       assertEquals(PAYMENTS, applied(downstream), "each published record applied once downstream");
       assertEquals(copies, droppedByKey(downstream), "each copy dropped by its outbox id");
@@ -221,19 +221,5 @@ class OutboxRelayLivenessIT {
       }
     }
     return killed;
-  }
-
-  private static void await(String what, Duration timeout, CheckedCondition condition) throws Exception {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.holds()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("not within " + timeout + ": " + what);
-      }
-      Thread.sleep(200);
-    }
-  }
-
-  private interface CheckedCondition {
-    boolean holds() throws Exception;
   }
 }

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import io.fencepost.AppliedBatch;
+import io.fencepost.OutboxRecord;
 import io.fencepost.PartitionId;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.jdbc.JournalDatabases;
@@ -33,8 +34,12 @@ final class JournalScan {
   long deadLettered;
   /** Business-key digests the journal holds. */
   long journaledDigests;
+  /** With an outbox topic: the ids of the outbox records the journal holds for it. */
+  private final String outboxTopic;
+  final Set<String> outboxIds = new HashSet<>();
 
-  JournalScan(int partitions) {
+  JournalScan(int partitions, String outboxTopic) {
+    this.outboxTopic = outboxTopic;
     for (int i = 0; i < partitions; i++) {
       coverage.add(new TreeMap<>());
     }
@@ -74,6 +79,13 @@ final class JournalScan {
         String pid = id.persistenceId();
         read.currentEventsByPersistenceId(pid, 0, Long.MAX_VALUE)
             .runForeach(env -> AppliedBatch.from(env.event()).ifPresent(batch -> {
+              if (outboxTopic != null) {
+                for (int i = 0; i < batch.outbox().size(); i++) {
+                  if (batch.outbox().get(i).topic().equals(outboxTopic)) {
+                    outboxIds.add(OutboxRecord.id(pid, env.sequenceNr(), i));
+                  }
+                }
+              }
               droppedByKey += batch.droppedByKey();
               deadLettered += batch.deadLetters().size();
               batch.deadLetters().forEach(dl -> deadPositions.add(position(partition, dl.offset())));

@@ -53,6 +53,8 @@ public final class Reconciliation {
   private boolean journaledKeys;
   private ClassLoader classLoader = Reconciliation.class.getClassLoader();
   private Map<String, String> kafkaClients = Map.of();
+  private String outboxTopic;
+  private boolean outboxExactlyOnce;
 
   private Reconciliation(String bootstrap, String topic, String group, List<JournalDatabase> journals) {
     this.bootstrap = Objects.requireNonNull(bootstrap, "bootstrap");
@@ -140,9 +142,20 @@ public final class Reconciliation {
   }
 
   /** Reads the topic to its current end and the whole journal, and compares. */
+  /**
+   * Also reconciles outbox topic {@code topic} (read {@code read_committed}) with the outbox records
+   * the journal holds for it: each must be there; copies fail the report only when
+   * {@code exactlyOnce} (the relay's {@code outbox.delivery}).
+   */
+  public Reconciliation outboxTopic(String topic, boolean exactlyOnce) {
+    this.outboxTopic = Objects.requireNonNull(topic, "topic");
+    this.outboxExactlyOnce = exactlyOnce;
+    return this;
+  }
+
   public ReconciliationReport run() {
     KeyTally keys = new KeyTally();
-    JournalScan journalScan = new JournalScan(partitionCount());
+    JournalScan journalScan = new JournalScan(partitionCount(), outboxTopic);
     journalScan.read(JournalDatabases.asRecorded(journals), classLoader, group, topic, journaledKeys, effectKeys, keys);
     TopicScan topicScan = new TopicScan();
     topicScan.read(consumerProperties(), topic, bucket, inputKeys, sequenceHeader, journaledKeys, journalScan, keys);
@@ -199,7 +212,9 @@ public final class Reconciliation {
     });
     return new ReconciliationReport(topic, group, buckets,
         new ReconciliationReport.Counts(records, total[0], total[1], total[2], total[3], total[4], total[5]),
-        journalScan.droppedByKey, unexpected[0], missing, doubled, journalScan.deadLettered, gaps, sampleGaps);
+        journalScan.droppedByKey, unexpected[0], missing, doubled, journalScan.deadLettered, gaps, sampleGaps,
+        outboxTopic == null ? Optional.empty() : Optional.of(OutboxTopicScan.compare(consumerProperties(), outboxTopic,
+            outboxExactlyOnce, journalScan.outboxIds)));
   }
 
   private Properties consumerProperties() {

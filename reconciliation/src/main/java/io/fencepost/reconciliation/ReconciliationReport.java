@@ -3,6 +3,7 @@ package io.fencepost.reconciliation;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The outcome of a {@link Reconciliation}. {@code droppedByKey} is what the actors reported dropping as business-key
@@ -11,16 +12,43 @@ import java.util.Map;
  */
 public record ReconciliationReport(String topic, String group, Map<Instant, Counts> buckets, Counts total,
     long droppedByKey, long unexpectedEffects, List<String> sampleMissing, List<String> sampleDoubled, long deadLettered,
-    long sequenceGaps, List<String> sampleGaps) {
+    long sequenceGaps, List<String> sampleGaps, Optional<Outbox> outbox) {
+
+  /**
+   * An outbox topic as a {@code read_committed} consumer sees it, against the outbox records the
+   * journal holds for it: {@code expected} journaled records, {@code published} of them seen at least
+   * once, {@code missing} never, {@code copies} records repeating an id, {@code unknown} records whose id
+   * the journal does not hold (or that have none). Missing records fail it; copies fail it only when the
+   * relay delivers exactly once.
+   */
+  public record Outbox(String topic, boolean exactlyOnce, long expected, long records, long published, long missing,
+      long copies, long unknown, List<String> sampleMissing) {
+
+    public boolean ok() {
+      return missing == 0 && (!exactlyOnce || copies == 0);
+    }
+
+    /** One line. */
+    public String render() {
+      return String.format("outbox topic [%s] (read_committed, %s): %,d records, %,d of %,d journaled outbox records "
+          + "published, %,d missing, %,d copies, %,d with no journal entry", topic, exactlyOnce ? "exactly once"
+          : "at least once", records, published, expected, missing, copies, unknown)
+          + (sampleMissing.isEmpty() ? "" : "; missing (first " + sampleMissing.size() + "): " + sampleMissing);
+    }
+  }
 
   /** Counts for one time bucket, or for the total. */
   public record Counts(long records, long expected, long applied, long missing, long doubled,
       long producerDuplicates, long deadLettered) {
   }
 
-  /** True when nothing is missing, nothing doubled and no producer sequence has a gap. */
+  /**
+   * True when nothing is missing, nothing doubled and no producer sequence has a gap (and, with an
+   * outbox topic, nothing missing there and, exactly once, no copies).
+   */
   public boolean ok() {
-    return total.missing() == 0 && total.doubled() == 0 && unexpectedEffects == 0 && sequenceGaps == 0;
+    return total.missing() == 0 && total.doubled() == 0 && unexpectedEffects == 0 && sequenceGaps == 0
+        && outbox.map(Outbox::ok).orElse(true);
   }
 
   /** A table for people. */
@@ -42,6 +70,7 @@ public record ReconciliationReport(String topic, String group, Map<Instant, Coun
     if (!sampleGaps.isEmpty()) {
       sb.append("sequence gaps (first ").append(sampleGaps.size()).append("): ").append(sampleGaps).append('\n');
     }
+    outbox.ifPresent(o -> sb.append(o.render()).append('\n'));
     sb.append(verdict());
     return sb.toString();
   }
@@ -52,7 +81,9 @@ public record ReconciliationReport(String topic, String group, Map<Instant, Coun
         + "%,d producer duplicates", ok() ? "OK" : "FAILED", total.expected(), total.applied(), total.missing(),
         total.doubled(), total.producerDuplicates())
         + (total.deadLettered() > 0 ? String.format(", %,d dead-lettered", total.deadLettered()) : "")
-        + (sequenceGaps > 0 ? String.format(", %,d sequence gaps", sequenceGaps) : "");
+        + (sequenceGaps > 0 ? String.format(", %,d sequence gaps", sequenceGaps) : "")
+        + outbox.map(o -> String.format("; outbox topic [%s]: %,d missing, %,d copies", o.topic(), o.missing(),
+            o.copies())).orElse("");
   }
 
   private static String row(String label, Counts c) {
@@ -75,7 +106,14 @@ public record ReconciliationReport(String topic, String group, Map<Instant, Coun
       first = false;
     }
     sb.append("],\"sampleMissing\":").append(strings(sampleMissing)).append(",\"sampleDoubled\":")
-        .append(strings(sampleDoubled)).append(",\"sampleGaps\":").append(strings(sampleGaps)).append('}');
+        .append(strings(sampleDoubled)).append(",\"sampleGaps\":").append(strings(sampleGaps));
+    outbox.ifPresent(o -> sb.append(",\"outbox\":{\"topic\":\"").append(o.topic()).append("\",\"exactlyOnce\":")
+        .append(o.exactlyOnce()).append(",\"ok\":").append(o.ok()).append(",\"expected\":").append(o.expected())
+        .append(",\"records\":").append(o.records()).append(",\"published\":").append(o.published())
+        .append(",\"missing\":").append(o.missing()).append(",\"copies\":").append(o.copies())
+        .append(",\"unknown\":").append(o.unknown()).append(",\"sampleMissing\":").append(strings(o.sampleMissing()))
+        .append('}'));
+    sb.append('}');
     return sb.toString();
   }
 

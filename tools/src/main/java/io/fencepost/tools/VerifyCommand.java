@@ -46,6 +46,12 @@ final class VerifyCommand implements Main.Command {
         .value("classpath", "jars", "FENCEPOST_CLASSPATH", null,
             "the service's jars or class directories, separated by '" + File.pathSeparator
                 + "' (the journal holds its events)")
+        .value("outbox-topic", "name", "FENCEPOST_OUTBOX_TOPIC", null,
+            "also reconcile this outbox topic, read read_committed, with the outbox records the journal holds for "
+                + "it: missing records fail the verdict, and copies too with --outbox-delivery exactly-once")
+        .value("outbox-delivery", "mode", "FENCEPOST_OUTBOX_DELIVERY", "at-least-once",
+            "the relay's outbox.delivery: exactly-once (copies fail the verdict) or at-least-once (copies are "
+                + "counted, dropped downstream by fencepost.outbox-id)")
         .bool("json", "print the report as JSON");
     if (!flags.parse(args)) {
       return 0;
@@ -60,6 +66,15 @@ final class VerifyCommand implements Main.Command {
     } else {
       reconciliation = Reconciliation.of(flags.require("bootstrap"), flags.require("topic"), flags.require("group"),
           db).inputKeys(keys(how, classLoader)).appliedKeysFromJournal();
+    }
+    String delivery = flags.require("outbox-delivery");
+    if (!List.of("exactly-once", "at-least-once").contains(delivery)) {
+      throw new Flags.UsageError("verify: --outbox-delivery must be exactly-once or at-least-once, was [" + delivery
+          + "]");
+    }
+    Optional<String> outboxTopic = flags.get("outbox-topic");
+    if (outboxTopic.isPresent()) {
+      reconciliation = reconciliation.outboxTopic(outboxTopic.get(), delivery.equals("exactly-once"));
     }
     ReconciliationReport report;
     try {

@@ -48,9 +48,13 @@ class ChaosCampaignIT {
     assertEquals(1, outcome.faults().stream().filter(f -> f.contains("node added")).count());
     assertEquals(0, outcome.ownership().anomalies(), "ownership anomalies: " + outcome.ownership().render());
     assertEquals(0, outcome.ownership().partitionRestarts(), "partitions restarted: " + outcome.ownership().render());
-    OutboxTopicCount outbox = outcome.outbox().orElseThrow();
-    assertEquals(100_000, outbox.ids(), "an announcement of every credit, read_committed: " + outbox);
-    assertEquals(100_000, outbox.records(), "each announcement once, read_committed: " + outbox);
+    ReconciliationReport.Outbox outbox = report.outbox().orElseThrow();
+    assertEquals(100_000, outbox.expected(), "an announcement of every credit journaled: " + outbox.render());
+    assertEquals(100_000, outbox.published(), "each published, read_committed: " + outbox.render());
+    assertEquals(100_000, outbox.records(), "each once, read_committed: " + outbox.render());
+    assertEquals(0, outbox.missing());
+    assertEquals(0, outbox.copies());
+    assertEquals(0, outbox.unknown(), "nothing the journal does not hold");
     assertTrue(outcome.passed(), outcome.verdict());
   }
 }
