@@ -74,7 +74,7 @@ class PipelineSettingsTest {
       "fencepost.pipelines.ledger.outbox.producer-kafka-clients.\"transactional.id\" = t1 | fencepost.pipelines.ledger.outbox.producer-kafka-clients.transactional.id | must not be set",
       "fencepost.pipelines.ledger.outbox.delivery = twice | fencepost.pipelines.ledger.outbox.delivery | must be exactly-once or at-least-once",
       "fencepost.pipelines.ledger.outbox.delivery = exactly-once, fencepost.pipelines.ledger.outbox.position-topic = \"a b\" | fencepost.pipelines.ledger.outbox.position-topic | must be a valid Kafka topic name",
-      "fencepost.pipelines.ledger.outbox.delivery = exactly-once, fencepost.pipelines.ledger.outbox.producer-kafka-clients.\"transaction.timeout.ms\" = 90000 | fencepost.pipelines.ledger.outbox.producer-kafka-clients.transaction.timeout.ms | must be longer than delivery.timeout.ms + max.block.ms (30000 + 60000 ms)",
+      "fencepost.pipelines.ledger.outbox.delivery = exactly-once, fencepost.pipelines.ledger.outbox.producer-kafka-clients.transaction.timeout.ms = 90000 | fencepost.pipelines.ledger.outbox.producer-kafka-clients.transaction.timeout.ms | must be longer than delivery.timeout.ms + max.block.ms (30000 + 60000 ms)",
       "fencepost.pipelines.ledger.outbox.store-position-every = 0s | fencepost.pipelines.ledger.outbox.store-position-every | must be > 0",
       "fencepost.pipelines.ledger.outbox.read-journal-plugin-id = \"\" | fencepost.pipelines.ledger.outbox.read-journal-plugin-id | must name a Pekko persistence query plugin",
       "fencepost.pipelines.ledger.partition-actor.external-call.timeout = 0s | fencepost.pipelines.ledger.partition-actor.external-call.timeout | must be > 0",
