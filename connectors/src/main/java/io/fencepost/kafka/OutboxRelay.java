@@ -38,7 +38,7 @@ import org.apache.pekko.persistence.typed.state.javadsl.SignalHandler;
  * never skipping a record; copies carry a stable {@link OutboxRecord#ID_HEADER}. Exactly once
  * ({@link RelayTransactions}): each round is a Kafka transaction with the relay's position, the
  * stored one is only a lower bound (never ahead of the committed one), and a relay fenced by a later
- * relay of its partition stops.
+ * relay of its partition pauses, and goes on only if it was not stopped meanwhile.
  *
  * <p>Rounds run on the blocking dispatcher (journal query, sends, acknowledgements); the actor only
  * sequences them.
@@ -139,16 +139,8 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
    * The relay of one partition. A failed position store (database down, or a revision conflict with a
    * stale relay of the same partition on another node) restarts it with backoff; it then recovers the
    * stored position and publishes from there again. A failed round is retried after {@code backoff}
-   * (growing with each failure), one record at a time until a round succeeds.
-   */
-  static Behavior<Command> create(PartitionId partition, OutboxSettings settings, HealingProducer producers,
-      Backoff backoff, AtomicBoolean stopRequested, Ticker ticker) {
-    return create(partition, settings, producers, () -> null, backoff, stopRequested, ticker);
-  }
-
-  /**
-   * As {@link #create(PartitionId, OutboxSettings, HealingProducer, Backoff, AtomicBoolean, Ticker)};
-   * exactly once when {@code transactions} gives each incarnation its transactional producer.
+   * (growing with each failure), one record at a time until a round succeeds. Exactly once when
+   * {@code transactions} gives each incarnation its transactional producer (null: at least once).
    */
   static Behavior<Command> create(PartitionId partition, OutboxSettings settings, HealingProducer producers,
       java.util.function.Supplier<RelayTransactions> transactions, Backoff backoff, AtomicBoolean stopRequested,
@@ -287,7 +279,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       // this relay as soon as it sees it lost the partition), or the broker aborted a transaction that
       // outlived transaction.timeout.ms. The later relay goes on from what this one committed; this
       // one starts again after a pause unless it is stopped meanwhile. Fenced again: a failure as any.
-      transactions.close();
+      closeTransactions();
       if (failures++ == 0) {
         failingSinceNanos = roundStartedNanos;
       }
@@ -298,7 +290,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
       return Effect().none();
     }
     if (done.failure() instanceof RelayTransactions.Fenced) {
-      transactions.close();
+      closeTransactions();
     } else if (done.failure() == null) {
       fencedInARow = 0;
     }
