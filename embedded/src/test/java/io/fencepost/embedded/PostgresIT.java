@@ -112,6 +112,52 @@ class PostgresIT {
     }
   }
 
+  /**
+   * The race behind nodes starting together, made certain: one session has created the identity table
+   * but not committed; another's create waits on it and, once it commits, must pass (PostgreSQL fails
+   * the loser's {@code IF NOT EXISTS} with "type ... already exists" or a unique-key violation).
+   */
+  @Test
+  void aCreateThatLosesTheRaceToAnotherSessionPasses() throws Exception {
+    JournalDatabase db = Postgres.shared().createDatabase("create_race");
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+    try (Connection winner = db.connect(); Connection loser = db.connect(); Connection watcher = db.connect()) {
+      winner.setAutoCommit(false);
+      io.fencepost.jdbc.internal.JournalIdentities.createTableIfMissing(winner);
+      int loserPid;
+      try (Statement st = loser.createStatement(); java.sql.ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+        rs.next();
+        loserPid = rs.getInt(1);
+      }
+      java.util.concurrent.Future<?> losing = pool.submit(() -> {
+        io.fencepost.jdbc.internal.JournalIdentities.createTableIfMissing(loser);
+        return null;
+      });
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (!waitsOnALock(watcher, loserPid)) {   // (a session's statistics are one image per transaction)
+        Assertions.assertTrue(System.nanoTime() < deadline, "the second create never waited on the first's lock");
+        Assertions.assertFalse(losing.isDone(), "the second create did not wait on the first");
+        Thread.sleep(20);
+      }
+      winner.commit();
+      losing.get(30, TimeUnit.SECONDS);
+      Assertions.assertTrue(io.fencepost.jdbc.internal.SqlScripts.tableExists(loser, "fencepost_journal_identity"));
+    } finally {
+      pool.shutdownNow();
+      Postgres.shared().dropDatabase(db);
+    }
+  }
+
+  private static boolean waitsOnALock(Connection c, int pid) throws java.sql.SQLException {
+    try (java.sql.PreparedStatement st = c.prepareStatement(
+        "SELECT wait_event_type FROM pg_stat_activity WHERE pid = ?")) {
+      st.setInt(1, pid);
+      try (java.sql.ResultSet rs = st.executeQuery()) {
+        return rs.next() && "Lock".equals(rs.getString(1));
+      }
+    }
+  }
+
   /** Nodes starting together on fresh databases: PostgreSQL's CREATE TABLE IF NOT EXISTS races; every start passes. */
   @Test
   void nodesStartingTogetherOnPostgresAllPass() throws Exception {

@@ -11,9 +11,13 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 
 /** Runs SQL scripts shipped as classpath resources, one statement at a time with auto-commit. */
 public final class SqlScripts {
+
+  /** What a session losing a concurrent {@code CREATE TABLE IF NOT EXISTS} gets: unique key, duplicate object or table. */
+  private static final Set<String> RACED = Set.of("23505", "42710", "42P07");
 
   private SqlScripts() {
   }
@@ -36,23 +40,24 @@ public final class SqlScripts {
     }
   }
 
-  /** Whether a table of this name exists (any case). */
   /**
    * Runs {@code createIfNotExists} (a {@code CREATE TABLE IF NOT EXISTS}), tolerating another session
    * that creates {@code table} at the same moment: PostgreSQL's {@code IF NOT EXISTS} is not safe
-   * against that race and fails on its catalog's unique key (nodes starting together).
+   * against that race (nodes starting together). The loser waits for the winner's commit and then
+   * fails on the catalog's unique key ({@code 23505}) or finds the row type or table already there
+   * ({@code 42710}, {@code 42P07}); the table exists by then, which is all the caller asked for.
    */
   public static void createTable(Connection connection, String table, String createIfNotExists) throws SQLException {
     try (Statement st = connection.createStatement()) {
       st.execute(createIfNotExists);
     } catch (SQLException e) {
-      boolean raced = "23505".equals(e.getSQLState()) || "42P07".equals(e.getSQLState());
-      if (!raced || !connection.getAutoCommit() || !tableExists(connection, table)) {
+      if (!RACED.contains(e.getSQLState()) || !connection.getAutoCommit() || !tableExists(connection, table)) {
         throw e;
       }
     }
   }
 
+  /** Whether a table of this name exists (any case). */
   public static boolean tableExists(Connection connection, String table) throws SQLException {
     DatabaseMetaData md = connection.getMetaData();
     for (String name : new String[] {table, table.toUpperCase(Locale.ROOT)}) {
