@@ -2,7 +2,6 @@ package io.fencepost.kafka;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -13,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigValueFactory;
 import io.fencepost.FencepostMeters;
+import io.fencepost.kafka.internal.SeedNodes;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -69,6 +69,8 @@ public final class ClusterMembership {
   private final MembershipHooks hooks = new MembershipHooks(this);
   private final MeterRegistry meters;
   private volatile Config config;
+  // The seed nodes but this node: those a restarted membership joins.
+  private final List<String> otherSeeds;
   private volatile boolean closed;
   /** Why the node is not a member now, since when. */
   private volatile String notMember = "joining the cluster";
@@ -81,18 +83,17 @@ public final class ClusterMembership {
     this.meters = FencepostMeters.get(pipeline).registryForNewMeter();
     ActorSystem<Void> first = create();   // throws: a node whose membership cannot start does not start
     this.node = first.address().toString();
-    // Started again on the same port, so the node keeps its address (a port of 0 picked one); and,
-    // when it is the first seed node, no longer first: a first seed that finds no other seed forms a
-    // cluster of its own, and a node the others downed would form an island Pekko never merges.
-    // Until it reaches another seed it stays a non-member (loudly); restarting the process (the
-    // original order) lets it form a cluster when every other seed is gone.
-    List<String> seeds = new ArrayList<>(config.getStringList("pekko.cluster.seed-nodes"));
-    if (seeds.size() > 1 && seeds.get(0).equals(node)) {
-      seeds.add(seeds.remove(0));
-    }
+    // Started again on the same port, so the node keeps its address (a port of 0 picked one); and
+    // without itself among the seed nodes: a seed that finds no other seed forms a cluster of its own,
+    // and a node the others downed would form an island Pekko never merges (with itself as the only
+    // seed, it does not join at all). Until it reaches another seed it stays a non-member (loudly);
+    // restarting the process (the original seed list) lets it form a cluster when every other seed
+    // is gone. Seeds are compared as addresses, hosts resolved (a host name against an IP).
+    List<String> seeds = config.getStringList("pekko.cluster.seed-nodes");
+    this.otherSeeds = seeds.stream().filter(seed -> !SeedNodes.isSelf(seed, first.address())).toList();
     this.config = config.withValue("pekko.remote.artery.canonical.port",
         ConfigValueFactory.fromAnyRef(first.address().getPort().orElseThrow()))
-        .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds));
+        .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(otherSeeds));
     Gauge.builder("fencepost.cluster.member", () -> isMember() ? 1 : 0)
         .description("1 while this node is an Up or WeaklyUp member of its Pekko cluster")
         .register(meters);
@@ -274,6 +275,15 @@ public final class ClusterMembership {
         : reason.filter(CoordinatedShutdown.clusterJoinUnsuccessfulReason()::equals).isPresent()
             ? "it could not join the seed nodes"
             : "its actor system stopped (" + reason.map(Object::toString).orElse("terminated") + ")";
+    if (otherSeeds.isEmpty()) {
+      notMember = notMember + "; it does not join again: this node is its only seed node, and joining itself would "
+          + "form a second cluster the others never merge with";
+      log.error("cluster membership {} of {} ended: {}. This node keeps consuming its partitions; queries are answered "
+          + "by its own partitions only until the process restarts. List other nodes in pekko.cluster.seed-nodes too, "
+          + "so that a downed node rejoins by itself", n, node, notMember);
+      counter("refused").increment();
+      return;
+    }
     log.warn("cluster membership {} of {} ended: {}. This node keeps consuming its partitions; queries are answered "
         + "by its own partitions only until a new membership joins (starting in {} s)", n, node, notMember,
         FIRST_RESTART.toSeconds());

@@ -42,21 +42,28 @@ class ClusterMembershipTest {
   private static final String TOPIC = "payments";
 
   private ActorSystem<Void> pipeline;
+  private ActorSystem<Void> other;
 
   @AfterEach
   void stop() throws Exception {
-    if (pipeline != null) {
-      pipeline.terminate();
-      pipeline.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    for (ActorSystem<Void> s : new ActorSystem[] {pipeline, other}) {
+      if (s != null) {
+        s.terminate();
+        s.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      }
     }
   }
 
   private static Config nodeConfig(int port) {
+    return nodeConfig(port, "\"pekko://membership-test@127.0.0.1:" + port + "\"");
+  }
+
+  private static Config nodeConfig(int port, String seeds) {
     return ConfigFactory.parseString(String.join("\n",
         "pekko.actor.provider = cluster",
         "pekko.remote.artery.canonical.hostname = \"127.0.0.1\"",
         "pekko.remote.artery.canonical.port = " + port,
-        "pekko.cluster.seed-nodes = [\"pekko://membership-test@127.0.0.1:" + port + "\"]",
+        "pekko.cluster.seed-nodes = [" + seeds + "]",
         "pekko.cluster.jmx.multi-mbeans-in-same-jvm = on",
         "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off"))
         .withFallback(ConfigFactory.load());
@@ -68,12 +75,24 @@ class ClusterMembershipTest {
     }
   }
 
+  /**
+   * Two nodes, each listing both as seeds; the first seed is downed: it answers its own partitions
+   * locally, saying so, while a new membership joins the other seed (not itself: a downed first seed
+   * that joined itself would form a second cluster), then serves them through that membership.
+   */
   @Test
   void aDownedNodeAnswersLocallySayingSoThenServesItsPartitionsThroughItsNewMembership() throws Exception {
-    Config config = nodeConfig(freePort());
+    int port = freePort();
+    int otherPort = freePort();
+    String seeds = "\"pekko://membership-test@127.0.0.1:" + port + "\", \"pekko://membership-test@127.0.0.1:"
+        + otherPort + "\"";
+    Config config = nodeConfig(port, seeds);
     pipeline = ActorSystem.create(Behaviors.empty(), "membership-test", ClusterMembership.pipelineConfig(config));
     ClusterMembership membership = ClusterMembership.start(pipeline, config);
-    await(membership::isMember, "the first membership joins");
+    Config otherConfig = nodeConfig(otherPort, seeds);
+    other = ActorSystem.create(Behaviors.empty(), "membership-test", ClusterMembership.pipelineConfig(otherConfig));
+    ClusterMembership otherMembership = ClusterMembership.start(other, otherConfig);
+    await(() -> membership.isMember() && otherMembership.isMember(), "both memberships join");
     Node node = new Node(pipeline, "m1");
     PartitionId owned = new PartitionId("m1", TOPIC, 0);
     node.own(owned);
@@ -102,10 +121,47 @@ class ClusterMembershipTest {
         e.getCause().getMessage());
 
     await(() -> membership.starts() == 2 && membership.isMember(), "a new membership joins");
+    assertEquals(2, otherMembership.members().size(), "one cluster of both nodes: " + otherMembership.members());
     await(() -> served(membership, owned) == 1, "partition 0 served through the new membership");
     assertFalse(router.<String>query(QueryTarget.partition(TOPIC, 0), new Ask("d"), QueryOptions.defaults())
         .toCompletableFuture().get(10, TimeUnit.SECONDS).localOnly());
     assertFalse(pipeline.getWhenTerminated().toCompletableFuture().isDone(), "the pipeline system runs on");
+  }
+
+  /**
+   * A node whose only seed is itself, named by host name while its address is an IP: once downed it
+   * does not join itself again (a cluster of its own the others would never merge with); it stays a
+   * non-member, answering its own partitions, and says why.
+   */
+  @Test
+  void aDownedNodeWhoseOnlySeedIsItselfDoesNotFormASecondCluster() throws Exception {
+    int port = freePort();
+    Config config = nodeConfig(port, "\"pekko://membership-test@localhost:" + port + "\"")
+        .withFallback(ConfigFactory.parseString("pekko.remote.artery.canonical.hostname = \"127.0.0.1\""));
+    pipeline = ActorSystem.create(Behaviors.empty(), "membership-test", ClusterMembership.pipelineConfig(config));
+    ClusterMembership membership = ClusterMembership.start(pipeline, config);
+    ActorSystem<Void> first = membership.system().orElseThrow();
+    Cluster.get(first).manager().tell(org.apache.pekko.cluster.typed.Join.create(
+        Cluster.get(first).selfMember().address()));   // (Pekko's own seed process does not know localhost is itself)
+    await(membership::isMember, "the first membership forms the cluster");
+    Cluster.get(first).manager().tell(Down.apply(Cluster.get(first).selfMember().address()));
+    first.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    await(() -> membership.notMemberReason().orElse("").contains("it does not join again: this node is its only "
+        + "seed node"), "the membership says it does not rejoin");
+    assertEquals(1, membership.starts(), "no second membership");
+    assertTrue(membership.system().isEmpty());
+    assertFalse(membership.isMember());
+  }
+
+  @Test
+  void aSeedIsThisNodeByAddressNotBySpelling() {
+    org.apache.pekko.actor.Address self = new org.apache.pekko.actor.Address("pekko", "ledger", "127.0.0.1", 2551);
+    assertTrue(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://ledger@127.0.0.1:2551", self));
+    assertTrue(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://ledger@localhost:2551", self));
+    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://ledger@127.0.0.1:2552", self));
+    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://other@127.0.0.1:2551", self));
+    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://ledger@no-such-host.invalid:2551", self));
+    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("not an address", self));
   }
 
   @Test
