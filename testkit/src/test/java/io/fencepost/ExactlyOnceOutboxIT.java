@@ -176,6 +176,44 @@ class ExactlyOnceOutboxIT {
   }
 
   /**
+   * A busy partition writes a batch every few milliseconds; its relay commits at most one transaction
+   * per {@code transaction-interval} (each costs the brokers a marker on every partition it wrote),
+   * and every record still arrives once.
+   */
+  @Test
+  void aRelayCommitsAtMostOneTransactionPerTransactionInterval() throws Exception {
+    String in = KafkaBroker.uniqueName("paced");
+    String out = in + "-out";
+    String group = KafkaBroker.uniqueName("paced-group");
+    broker.createTopic(in, 1);
+    broker.createTopic(out, 1);
+    ActorSystem<Void> system = KafkaPipelineIT.node("paced", postgres);
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    FencepostMeters.get(system).use(meters);
+    try {
+      PipelineSettings s = settings(system, "paced", in, group, in + "-positions");
+      KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
+          s.withOutbox(s.outbox().withTransactionInterval(Duration.ofSeconds(2)))).start();
+      long start = System.nanoTime();
+      for (int i = 0; i < 40; i++) {   // a batch of 50 every 100 ms or so: 4 s of steady writes
+        KafkaPipelineIT.produceTo(broker, in, 1, 50, "paced-" + i + "-");
+        Thread.sleep(100);
+      }
+      Await.until("every record committed", Duration.ofMinutes(2), () -> committed(out).size() == 2_000);
+      double seconds = (System.nanoTime() - start) / 1e9;
+      long transactions = (long) meters.find("fencepost.outbox.relay.transactions").counters().stream()
+          .mapToDouble(io.micrometer.core.instrument.Counter::count).sum();
+      assertTrue(transactions >= 1 && transactions <= Math.ceil(seconds / 2) + 1,
+          transactions + " transactions in " + seconds + " s");
+      assertEquals(2_000, committed(out).values().stream().mapToInt(Integer::intValue).sum(), "each record once");
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
    * Relays share the position topic's partitions: a transaction another relay left open there (a
    * killed node's, until its partition's next relay starts) holds the partition's last stable offset
    * back. A relay that starts then must still find the position it committed after that transaction

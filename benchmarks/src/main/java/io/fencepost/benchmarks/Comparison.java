@@ -142,6 +142,11 @@ final class Comparison {
 
   /** Lets the disks settle, runs the peer and prints one line about it. */
   private Outcome timed(String phase, Peer peer, Run run) throws Exception {
+    return timed(infra, progress, phase, peer, run);
+  }
+
+  /** Lets the disks settle, runs the peer and prints one line about it to {@code progress}. */
+  static Outcome timed(Infrastructure infra, PrintStream progress, String phase, Peer peer, Run run) throws Exception {
     infra.quiesce();
     long start = System.nanoTime();
     Outcome o = peer.run(run);

@@ -12,7 +12,8 @@ import org.apache.kafka.common.serialization.Deserializer;
 /**
  * Fencepost's side of the workload, ledger-like: each payment journals one {@link Credit} (with its
  * payment id, so the journal can be reconciled against the topic) and the partition's state counts
- * and sums them. The business key is the payment id.
+ * and sums them. The business key is the payment id. With an announcement topic each credit is also
+ * published through the outbox (key: the merchant; value: the payment id), as the ledger example does.
  */
 public final class CreditingActor extends PartitionActor<Payment, CreditingActor.Total, CreditingActor.Credit> {
 
@@ -33,10 +34,17 @@ public final class CreditingActor extends PartitionActor<Payment, CreditingActor
   }
 
   private final Progress progress;
+  private final Optional<String> announceTo;
 
   CreditingActor(PartitionContext context, Progress progress) {
+    this(context, progress, Optional.empty());
+  }
+
+  /** @param announceTo the topic each credit is published to through the outbox, if any */
+  CreditingActor(PartitionContext context, Progress progress, Optional<String> announceTo) {
     super(context);
     this.progress = progress;
+    this.announceTo = announceTo;
   }
 
   @Override
@@ -48,7 +56,8 @@ public final class CreditingActor extends PartitionActor<Payment, CreditingActor
   protected Effects<Credit> onRecord(Total total, Inbound<Payment> in) {
     progress.started();
     Payment p = in.value();
-    return Effects.persist(new Credit(p.businessKey(), p.merchant(), p.cents()));
+    Effects<Credit> credit = Effects.persist(new Credit(p.businessKey(), p.merchant(), p.cents()));
+    return announceTo.map(topic -> credit.andPublish(topic, p.merchant(), p.businessKey())).orElse(credit);
   }
 
   @Override

@@ -43,6 +43,9 @@ final class KafkaStreamsPeer implements Peer {
    */
   private static final int THREADS = Runtime.getRuntime().availableProcessors();
 
+  // The last run's transactions, producers and threads.
+  private volatile Footprint footprint;
+
   @Override
   public String name() {
     return "kstreams-eos";
@@ -74,12 +77,14 @@ final class KafkaStreamsPeer implements Peer {
         }, Materialized.with(Serdes.String(), Totals.SERDE))
         .toStream()
         .to(output, Produced.with(Serdes.String(), Totals.SERDE));
-    OutputTopic out = new OutputTopic(run.infra().bootstrapServers(), output, run.partitions());
+    OutputTopic<Totals> out = new OutputTopic<>(run.infra().bootstrapServers(), output, run.partitions(),
+        Totals.SERDE.deserializer());
     int records = records(run.workload());
     Latency.Recorder latency = run.latency() ? run.probe().recorder() : null;
     VisibleInputs visible = latency == null ? null : new VisibleInputs(run.producer(), latency);
     Thread follower = visible == null ? null : out.follow(visible, () -> visible.total() >= records);
     Heap.resetPeak();
+    int threadsBefore = Footprint.liveThreads();
     KafkaStreams streams = new KafkaStreams(builder.build(), properties(run, appId, stateDir));
     AtomicBoolean ready = new AtomicBoolean();
     streams.setStateListener((now, before) -> {
@@ -92,6 +97,7 @@ final class KafkaStreamsPeer implements Peer {
       streams.start();
       awaitCommitted(run, appId, records);
       progress.finished();
+      footprint = Footprint.sample(commits(streams), threadsBefore);
       if (follower != null) {
         follower.join(Duration.ofSeconds(30).toMillis());
         follower.interrupt();
@@ -115,6 +121,23 @@ final class KafkaStreamsPeer implements Peer {
     return new Outcome(records, payments, Math.max(0, payments - records), Math.max(0, records - payments),
         progress.seconds(), peak, null, latency == null ? null : run.probe().steady(),
         "final totals read_committed from the output topic");
+  }
+
+  /** The last run's transactions, producers and threads (null before a run). */
+  Footprint footprint() {
+    return footprint;
+  }
+
+  /** Commits of every stream thread so far: with exactly_once_v2 each is one transaction. */
+  private static long commits(KafkaStreams streams) {
+    double sum = 0;
+    for (var metric : streams.metrics().values()) {
+      if (metric.metricName().name().equals("commit-total")
+          && metric.metricName().group().equals("stream-thread-metrics")) {
+        sum += ((Number) metric.metricValue()).doubleValue();
+      }
+    }
+    return (long) sum;
   }
 
   private Properties properties(Run run, String appId, Path stateDir) {

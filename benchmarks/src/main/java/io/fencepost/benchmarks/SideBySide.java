@@ -22,6 +22,10 @@ import java.util.Optional;
  *       recording; writes {@code profile.md} (see {@link Profile}).
  *   <li>{@code latency}: only the {@code batch.max-latency} sweep of {@code full}, at a given offered
  *       load (after one discarded run that warms the JIT).
+ *   <li>{@code outbox}: consume, apply, publish to another topic exactly once: Kafka Streams
+ *       {@code exactly_once_v2} against Fencepost's exactly-once and at-least-once outbox relays on 48
+ *       partitions (see {@link OutboxComparison}); writes {@code outbox.md} and exits 1 if a peer broke
+ *       its promise ({@code outbox results quick}: a small CI-sized run).
  *   <li>{@code failover}: partition fail-over of a 3-node ledger cluster under a steady load, over
  *       SIGKILLs, SIGTERMs and restarts of its nodes (see {@link Failover}); writes {@code failover.md}
  *       and exits 1 if a partition never applied again.
@@ -49,11 +53,14 @@ public final class SideBySide {
           System.out);
       case "snapshots" -> SnapshotLatency.run(Plan.full(), Double.parseDouble(args.length > 2 ? args[2] : "67900"),
           results, System.out);
+      case "outbox" -> OutboxComparison.write("quick".equals(args.length > 2 ? args[2] : "full")
+          ? OutboxComparison.Size.quick() : OutboxComparison.Size.full(), results, System.out);
       case "failover" -> Failover.run(results, args.length > 2 ? Integer.parseInt(args[2]) : Failover.DEFAULT_RUNS,
           System.out);
       default -> {
         System.err.println("usage: SideBySide quick|full|profile [results-dir] | latency results-dir records-per-second"
-            + " | snapshots results-dir records-per-second | failover results-dir [runs]");
+            + " | snapshots results-dir records-per-second | failover results-dir [runs]"
+            + " | outbox results-dir [quick]");
         yield false;
       }
     };

@@ -68,6 +68,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
 
   private static final Object TIMER = "poll";
   private static final Object RETRY = "retry";
+  private static final Object PACE = "transaction-interval";
   private static final Duration REPEAT_ERROR = Duration.ofMinutes(1);
   /** How long a fenced relay waits before it starts again (a zombie's node sees it lost the partition sooner). */
   private static final Duration FENCED_PAUSE = Duration.ofSeconds(10);
@@ -194,6 +195,11 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
         .onCommand(Wake.class, (stored, wake) -> {
           if (roundRunning) {
             wakeAgain = true;
+          } else if (failures == 0 && transactions != null && startedRecently()) {
+            if (!timers.isTimerActive(PACE)) {   // exactly-once: one transaction per transaction-interval at most
+              timers.startSingleTimer(PACE, Wake.INSTANCE, Duration.ofNanos(settings.transactionInterval().toNanos()
+                  - (ticker.nanoTime() - roundStartedNanos)));
+            }
           } else if (failures == 0 || !timers.isTimerActive(RETRY)) {   // a failed round waits out its backoff
             startRound();
           }
@@ -215,8 +221,14 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     return publishedUpTo > stored ? Effect().persist(publishedUpTo).thenStop() : Effect().stop();
   }
 
+  /** Whether the last round started less than {@code transaction-interval} ago (none started: no). */
+  private boolean startedRecently() {
+    return roundStartedNanos != 0 && ticker.nanoTime() - roundStartedNanos < settings.transactionInterval().toNanos();
+  }
+
   private void startRound() {
     timers.cancel(RETRY);
+    timers.cancel(PACE);
     roundRunning = true;
     long from = publishedUpTo + 1;
     int skip = ackedInNext;

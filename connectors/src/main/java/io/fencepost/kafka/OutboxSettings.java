@@ -53,6 +53,7 @@ public final class OutboxSettings {
     boolean enabled;
     Delivery delivery;
     String positionTopic;
+    Duration transactionInterval;
     Duration pollInterval;
     Duration storePositionEvery;
     int maxEntriesPerRound;
@@ -75,6 +76,7 @@ public final class OutboxSettings {
   private OutboxSettings(Values v) {
     Objects.requireNonNull(v.delivery, "delivery");
     Objects.requireNonNull(v.positionTopic, "positionTopic");
+    Objects.requireNonNull(v.transactionInterval, "transactionInterval");
     Objects.requireNonNull(v.pollInterval, "pollInterval");
     Objects.requireNonNull(v.storePositionEvery, "storePositionEvery");
     Objects.requireNonNull(v.errorAfter, "errorAfter");
@@ -101,6 +103,8 @@ public final class OutboxSettings {
       Delivery delivery = Delivery.parse(outbox.getString(key), path + "." + key);
       key = "position-topic";
       String positionTopic = outbox.getString(key);
+      key = "transaction-interval";
+      Duration transactionInterval = outbox.getDuration(key);
       key = "poll-interval";
       Duration poll = outbox.getDuration(key);
       key = "store-position-every";
@@ -114,11 +118,12 @@ public final class OutboxSettings {
       key = "durable-state-plugin-id";
       String state = outbox.getString(key);
       key = "producer-kafka-clients";
-      Map<String, String> producer = PipelineConfig.properties(outbox.getConfig(key));
+      Map<String, String> producer = PipelineConfig.properties(outbox.getConfig(key), path + "." + key);
       Values v = new Values();
       v.enabled = enabled;
       v.delivery = delivery;
       v.positionTopic = positionTopic;
+      v.transactionInterval = transactionInterval;
       v.pollInterval = poll;
       v.storePositionEvery = store;
       v.maxEntriesPerRound = max;
@@ -141,6 +146,7 @@ public final class OutboxSettings {
    * pipeline's settings for a value built in code).
    */
   void validate(String path) {
+    PipelineRules.positive(path + ".transaction-interval", v.transactionInterval);
     PipelineRules.positive(path + ".poll-interval", v.pollInterval);
     PipelineRules.positive(path + ".store-position-every", v.storePositionEvery);
     PipelineRules.positive(path + ".error-after", v.errorAfter);
@@ -220,6 +226,18 @@ public final class OutboxSettings {
 
   public OutboxSettings withPositionTopic(String value) {
     return copy(c -> c.positionTopic = Objects.requireNonNull(value, "positionTopic"));
+  }
+
+  /**
+   * {@code outbox.transaction-interval}: with exactly-once delivery, the shortest time between the
+   * starts of two transactions of one relay (records journaled meanwhile go in the next one).
+   */
+  public Duration transactionInterval() {
+    return v.transactionInterval;
+  }
+
+  public OutboxSettings withTransactionInterval(Duration value) {
+    return copy(c -> c.transactionInterval = value);
   }
 
   /**
@@ -309,7 +327,7 @@ public final class OutboxSettings {
   @Override
   public String toString() {
     return "OutboxSettings(enabled=" + v.enabled + ", delivery=" + v.delivery.value() + ", positionTopic="
-        + v.positionTopic + ", pollInterval=" + v.pollInterval + ", storePositionEvery="
+        + v.positionTopic + ", transactionInterval=" + v.transactionInterval + ", pollInterval=" + v.pollInterval + ", storePositionEvery="
         + v.storePositionEvery + ", maxEntriesPerRound=" + v.maxEntriesPerRound + ", errorAfter=" + v.errorAfter
         + ", readJournalPluginId=" + v.readJournalPluginId + ", durableStatePluginId=" + v.durableStatePluginId
         + ", producer=" + v.producer.keySet() + ")";

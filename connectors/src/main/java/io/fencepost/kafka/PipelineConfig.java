@@ -37,9 +37,9 @@ final class PipelineConfig {
       Config actorSection = section.getConfig(key).withFallback(root.getConfig(PartitionActorSettings.CONFIG_PATH));
       v.partitionActor = PartitionActorSettings.fromSection(actorSection, own + ".partition-actor");
       key = "kafka-clients";
-      v.kafkaClients = properties(section.getConfig(key));
+      v.kafkaClients = properties(section.getConfig(key), own + "." + key);
       key = "common-kafka-clients";
-      v.commonKafkaClients = properties(section.getConfig(key));
+      v.commonKafkaClients = properties(section.getConfig(key), own + "." + key);
       key = "bootstrap-servers";
       v.bootstrapServers = section.getString(key);
       key = "topics";
@@ -85,7 +85,8 @@ final class PipelineConfig {
       key = "dead-letter.max-record-bytes";
       int maxBytes = section.getInt(key);
       key = "dead-letter.producer-kafka-clients";
-      v.deadLetter = DeadLetterSettings.of(suffix, create, maxBytes, properties(section.getConfig(key)));
+      v.deadLetter = DeadLetterSettings.of(suffix, create, maxBytes,
+          properties(section.getConfig(key), own + "." + key));
       key = "stall-timeout";
       v.stallTimeout = section.getDuration(key);
       key = "dead-after";
@@ -100,11 +101,25 @@ final class PipelineConfig {
     return PipelineSettings.of(v);
   }
 
-  /** A block of pass-through client properties (quoted dotted keys unquoted). */
-  static Map<String, String> properties(Config block) {
+  /**
+   * A block of pass-through client properties (quoted dotted keys unquoted); {@code path} names it in
+   * errors. A property set both as a path ({@code delivery.timeout.ms = 5000}, as reference.conf sets
+   * defaults) and as a quoted key ({@code "delivery.timeout.ms" = 5000}) is refused: HOCON keeps both,
+   * and only one of them would apply.
+   */
+  static Map<String, String> properties(Config block, String path) {
     Map<String, String> out = new TreeMap<>();
+    Map<String, String> spelling = new TreeMap<>();
     for (Map.Entry<String, ConfigValue> e : block.entrySet()) {
-      out.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
+      String property = e.getKey().replace("\"", "");
+      String earlier = spelling.put(property, e.getKey());
+      if (earlier != null) {
+        throw new SettingsException(path + "." + property, e.getValue().unwrapped() + "\" and \"" + out.get(property),
+            "is set twice, as [" + (earlier.contains("\"") ? earlier : e.getKey()) + "] (a quoted key) and as ["
+            + property + "] (a path, as reference.conf sets defaults), and only one would apply: write it unquoted, "
+            + property + " = <value>");
+      }
+      out.put(property, String.valueOf(e.getValue().unwrapped()));
     }
     return out;
   }
