@@ -192,6 +192,13 @@ final class OutboxComparison {
     return sb.toString();
   }
 
+  /** The quick size's results, without writing anything (the caller checks them). */
+  static List<Result> quick(PrintStream progress) throws Exception {
+    try (Infrastructure infra = Infrastructure.start()) {
+      return new OutboxComparison(infra, Size.quick(), progress).run();
+    }
+  }
+
   /** Runs the comparison and writes {@code outbox.md}; returns whether every peer kept its promise. */
   static boolean write(Size size, Path results, PrintStream progress) throws Exception {
     try (Infrastructure infra = Infrastructure.start()) {
