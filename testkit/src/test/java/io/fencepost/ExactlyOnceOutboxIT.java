@@ -214,6 +214,33 @@ class ExactlyOnceOutboxIT {
   }
 
   /**
+   * Pacing caps how often a relay commits, not how much it publishes: a backlog (here 40 journal
+   * entries, 2 per round, with a transaction-interval of 20 s) goes out in back-to-back full rounds,
+   * not one round per interval (which would take over 6 minutes).
+   */
+  @Test
+  void aRelayWithABacklogIsNotSlowedByItsTransactionInterval() throws Exception {
+    String in = KafkaBroker.uniqueName("backlog");
+    String out = in + "-out";
+    String group = KafkaBroker.uniqueName("backlog-group");
+    broker.createTopic(in, 1);
+    broker.createTopic(out, 1);
+    KafkaPipelineIT.produceTo(broker, in, 1, 2_000, "backlog-");   // 40 batches of 50 once consumed
+    ActorSystem<Void> system = KafkaPipelineIT.node("backlog", postgres);
+    try {
+      PipelineSettings s = settings(system, "backlog", in, group, in + "-positions");
+      KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
+          s.withOutbox(s.outbox().withTransactionInterval(Duration.ofSeconds(20)).withMaxEntriesPerRound(2))).start();
+      // At most two paced waits (a round that found the relay caught up, then the rest in full rounds).
+      Await.until("every record committed", Duration.ofSeconds(90), () -> committed(out).size() == 2_000);
+      assertEquals(2_000, committed(out).values().stream().mapToInt(Integer::intValue).sum(), "each record once");
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
    * Relays share the position topic's partitions: a transaction another relay left open there (a
    * killed node's, until its partition's next relay starts) holds the partition's last stable offset
    * back. A relay that starts then must still find the position it committed after that transaction

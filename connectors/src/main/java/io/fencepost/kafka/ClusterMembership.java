@@ -33,8 +33,9 @@ import org.slf4j.LoggerFactory;
  * (Kafka assigns the partitions and the journal fences their writes); the cluster serves
  * {@link Pipeline#query queries} and {@link Pipeline#clusterStatus() the cluster view} across nodes.
  * A node whose pipelines ran in its clustered actor system stopped when the split-brain resolver
- * downed it; with a membership of its own, only the membership stops, and a new one joins the seed
- * nodes again (after 1 s, then with a backoff up to 30 s while it cannot start). Meanwhile queries
+ * downed it; with a membership of its own, only the membership stops, and a new one joins the other
+ * seed nodes (after 1 s, then with a backoff up to 30 s while it cannot start; never itself, which
+ * would form a second cluster: a node that is its own only seed stays a non-member). Meanwhile queries
  * are answered by this node's own partitions only, and their results say so
  * ({@link QueryResult#localOnly()}).
  *
@@ -49,7 +50,7 @@ import org.slf4j.LoggerFactory;
  * <p>The membership stops for good when the pipeline system terminates or the JVM exits. Meters:
  * {@code fencepost.cluster.member} (1 while this node is an {@code Up} or {@code WeaklyUp} member) and
  * {@code fencepost.cluster.membership.starts} (tagged {@code outcome}: {@code started},
- * {@code failed}). See docs/deployment.md, "What the cluster is for".
+ * {@code failed}, {@code refused}). See docs/deployment.md, "What the cluster is for".
  */
 public final class ClusterMembership {
 
@@ -71,6 +72,8 @@ public final class ClusterMembership {
   private volatile Config config;
   // The seed nodes but this node: those a restarted membership joins.
   private final List<String> otherSeeds;
+  // This node is its own only seed node: a membership that ended does not start again.
+  private final boolean onlySeed;
   private volatile boolean closed;
   /** Why the node is not a member now, since when. */
   private volatile String notMember = "joining the cluster";
@@ -86,11 +89,11 @@ public final class ClusterMembership {
     // Started again on the same port, so the node keeps its address (a port of 0 picked one); and
     // without itself among the seed nodes: a seed that finds no other seed forms a cluster of its own,
     // and a node the others downed would form an island Pekko never merges (with itself as the only
-    // seed, it does not join at all). Until it reaches another seed it stays a non-member (loudly);
-    // restarting the process (the original seed list) lets it form a cluster when every other seed
-    // is gone. Seeds are compared as addresses, hosts resolved (a host name against an IP).
+    // seed, it does not start again at all). Until it reaches another seed it stays a non-member
+    // (loudly). Seeds are compared as addresses, as Pekko compares them.
     List<String> seeds = config.getStringList("pekko.cluster.seed-nodes");
     this.otherSeeds = seeds.stream().filter(seed -> !SeedNodes.isSelf(seed, first.address())).toList();
+    this.onlySeed = !seeds.isEmpty() && otherSeeds.isEmpty();
     this.config = config.withValue("pekko.remote.artery.canonical.port",
         ConfigValueFactory.fromAnyRef(first.address().getPort().orElseThrow()))
         .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(otherSeeds));
@@ -275,12 +278,13 @@ public final class ClusterMembership {
         : reason.filter(CoordinatedShutdown.clusterJoinUnsuccessfulReason()::equals).isPresent()
             ? "it could not join the seed nodes"
             : "its actor system stopped (" + reason.map(Object::toString).orElse("terminated") + ")";
-    if (otherSeeds.isEmpty()) {
+    if (onlySeed) {
       notMember = notMember + "; it does not join again: this node is its only seed node, and joining itself would "
           + "form a second cluster the others never merge with";
       log.error("cluster membership {} of {} ended: {}. This node keeps consuming its partitions; queries are answered "
-          + "by its own partitions only until the process restarts. List other nodes in pekko.cluster.seed-nodes too, "
-          + "so that a downed node rejoins by itself", n, node, notMember);
+          + "by its own partitions only. Restarting its process while other nodes run would also form a second "
+          + "cluster: list other nodes in pekko.cluster.seed-nodes too (a downed node then rejoins through them), and "
+          + "restart this node once the others are gone or restarted with that list", n, node, notMember);
       counter("refused").increment();
       return;
     }

@@ -104,6 +104,9 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
   private long failingSinceNanos;
   /** When the round in flight started: a failure's time counts from there (a round may wait delivery.timeout.ms). */
   private long roundStartedNanos;
+  // The last round read max-entries-per-round entries: more wait, and the next round is not paced
+  // (pacing caps how often a relay commits, never how much it publishes).
+  private boolean lastRoundFull;
   private long errorLoggedNanos;
   private long storedAtNanos;
   private final Ticker ticker;
@@ -195,7 +198,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
         .onCommand(Wake.class, (stored, wake) -> {
           if (roundRunning) {
             wakeAgain = true;
-          } else if (failures == 0 && transactions != null && startedRecently()) {
+          } else if (failures == 0 && transactions != null && !lastRoundFull && startedRecently()) {
             if (!timers.isTimerActive(PACE)) {   // exactly-once: one transaction per transaction-interval at most
               timers.startSingleTimer(PACE, Wake.INSTANCE, Duration.ofNanos(settings.transactionInterval().toNanos()
                   - (ticker.nanoTime() - roundStartedNanos)));
@@ -324,6 +327,7 @@ final class OutboxRelay extends DurableStateBehavior<OutboxRelay.Command, Long> 
     if (transactions != null && done.published() > 0 && done.failure() == null) {
       metrics.relayTransaction(partition);
     }
+    lastRoundFull = done.upTo() - publishedUpTo >= settings.maxEntriesPerRound();
     boolean progressed = done.upTo() > publishedUpTo || done.acked() > ackedInNext;
     if (done.upTo() > publishedUpTo) {
       publishedUpTo = done.upTo();

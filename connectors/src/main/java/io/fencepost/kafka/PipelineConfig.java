@@ -116,8 +116,8 @@ final class PipelineConfig {
       if (earlier != null) {
         throw new SettingsException(path + "." + property, e.getValue().unwrapped() + "\" and \"" + out.get(property),
             "is set twice, as [" + (earlier.contains("\"") ? earlier : e.getKey()) + "] (a quoted key) and as ["
-            + property + "] (a path, as reference.conf sets defaults), and only one would apply: write it unquoted, "
-            + property + " = <value>");
+            + property + "] (a path, as reference.conf sets defaults and -D system properties always are), and only "
+            + "one would apply: write it unquoted, " + property + " = <value>");
       }
       out.put(property, String.valueOf(e.getValue().unwrapped()));
     }

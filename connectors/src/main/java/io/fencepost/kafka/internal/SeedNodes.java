@@ -1,10 +1,5 @@
 package io.fencepost.kafka.internal;
 
-import java.net.InetAddress;
-import java.net.UnknownHostException;
-import java.util.Arrays;
-import java.util.Optional;
-
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.AddressFromURIString;
 
@@ -15,34 +10,15 @@ public final class SeedNodes {
   }
 
   /**
-   * Whether {@code seed} ({@code pekko://system@host:port}) names the node at {@code self}: same
-   * protocol, system and port, and hosts that are equal or resolve to a common IP address (a host
-   * name in the seed list, an IP as the canonical address). A seed that does not parse or resolve is
-   * not this node.
+   * Whether {@code seed} ({@code pekko://system@host:port}) is the address {@code self}, as Pekko compares
+   * them: protocol, system, host and port equal once parsed. (A seed that names the node by another
+   * host name is not the node to Pekko either: it never joins through it, and remoting drops messages
+   * sent to it.) A seed that does not parse is not this node.
    */
   public static boolean isSelf(String seed, Address self) {
-    Address address;
     try {
-      address = AddressFromURIString.parse(seed);
+      return AddressFromURIString.parse(seed).equals(self);
     } catch (Exception e) {   // (MalformedURLException, thrown without being declared)
-      return false;
-    }
-    if (!address.protocol().equals(self.protocol()) || !address.system().equals(self.system())
-        || !address.getPort().equals(self.getPort())) {
-      return false;
-    }
-    Optional<String> host = address.getHost();
-    Optional<String> own = self.getHost();
-    if (host.isEmpty() || own.isEmpty()) {
-      return host.equals(own);
-    }
-    if (host.get().equalsIgnoreCase(own.get())) {
-      return true;
-    }
-    try {
-      InetAddress[] ours = InetAddress.getAllByName(own.get());
-      return Arrays.stream(InetAddress.getAllByName(host.get())).anyMatch(a -> Arrays.asList(ours).contains(a));
-    } catch (UnknownHostException e) {
       return false;
     }
   }
