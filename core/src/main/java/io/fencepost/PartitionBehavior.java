@@ -74,6 +74,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
   private final BatchIntake<V> intake;
   private final ExternalCalls calls;
   private final ExactlyOnceFold<V, S, E> fold;
+  // The offset of the last state published to queries (at most once, a settled one may lag the stored offset).
+  private long publishedOffset = PartitionState.NO_OFFSET;
   private final AtMostOncePath<V, S, E> atMostOnce;
   private final WriteVerdicts<S> verdicts;
   private final RecoveryChecks<V, S, E> recovery;
@@ -100,7 +102,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.calls = new ExternalCalls(ctx.getSystem(), this, ctx.getLog(), partition, settings);
     this.fold = new ExactlyOnceFold<>(partition, incarnation, handlers, calls, clock);
     this.atMostOnce = new AtMostOncePath<>(Effect(), partition, settings, incarnation, handlers, pending, standing,
-        this, metrics, clock, this::afterWrite, ctx.getLog());
+        this, metrics, clock, this::afterWrite, this::publishSettled, ctx.getLog());
     this.verdicts = new WriteVerdicts<>(partition, incarnation, pending, standing, atMostOnce, this, metrics,
         SerializationExtension.get(Adapter.toClassic(ctx.getSystem())), ctx.getLog());
     this.recovery = new RecoveryChecks<>(partition, settings, handlers, standing, metrics, ctx.getLog());
@@ -280,9 +282,24 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     if (settings.deliveryMode() == DeliveryMode.AT_MOST_ONCE && !atMostOnce.effectsSettled()) {
       return;
     }
+    publish(state, state.nextOffset());
+  }
+
+  /**
+   * At most once, after an offset write: the journaled state, whose effects cover every record below
+   * {@code below} (short of the stored offset while handlers of durable offsets have not run yet), so
+   * that a partition whose handlers never all catch up still offers queries a state that advances.
+   */
+  private void publishSettled(PartitionState<S> state, long below) {
+    if (below != PartitionState.NO_OFFSET && below > publishedOffset) {
+      publish(state, below);
+    }
+  }
+
+  private void publish(PartitionState<S> state, long nextOffset) {
     S user = state.user();
-    views.accept(new AppliedView(partition, state.nextOffset(), incarnation,
-        query -> handlers.onQuery(user, query)));
+    publishedOffset = nextOffset;
+    views.accept(new AppliedView(partition, nextOffset, incarnation, query -> handlers.onQuery(user, query)));
   }
 
   /** The gauges that follow the stored state: parked and window keys, the journal's last sequence number. */

@@ -1,7 +1,9 @@
 package io.fencepost.internal.writepath;
 
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.function.Consumer;
+import java.util.function.ObjLongConsumer;
 
 import io.fencepost.BatchOutcome;
 import io.fencepost.Inbound;
@@ -36,17 +38,21 @@ public final class AtMostOncePath<V, S, E> {
   private final PartitionMetrics metrics;
   private final WindowClock clock;
   private final Consumer<PartitionState<S>> afterWrite;
+  // Publishes a journaled state with the offset below which every record's effects are in it.
+  private final ObjLongConsumer<PartitionState<S>> settledBelow;
   // Effects whose handlers ran, waiting for a write (the next batch's, or their own).
   private final AtMostOnceEffects<V, S, E> unjournaled;
   // Batches whose offset is durable but whose handlers have not run yet (a Stop waits for them).
   private int acceptedNotRun;
+  // Their lowest offsets, in the order their handlers run (Long.MAX_VALUE: a batch without records).
+  private final ArrayDeque<Long> notRunFrom = new ArrayDeque<>();
   // A Stop waits for the write of waiting effects; set while it does (a failed write retries).
   private boolean stopAfterWrite;
 
   public AtMostOncePath(EffectFactories<BatchEvent, PartitionState<S>> effect, PartitionId partition,
       PartitionActorSettings settings, String incarnation, UserHandlers<V, S, E> handlers, PendingWrite<S> pending,
       Standing standing, SelfMessages self, PartitionMetrics metrics, WindowClock clock,
-      Consumer<PartitionState<S>> afterWrite, Logger log) {
+      Consumer<PartitionState<S>> afterWrite, ObjLongConsumer<PartitionState<S>> settledBelow, Logger log) {
     this.effect = effect;
     this.partition = partition;
     this.settings = settings;
@@ -57,12 +63,16 @@ public final class AtMostOncePath<V, S, E> {
     this.metrics = metrics;
     this.clock = clock;
     this.afterWrite = afterWrite;
+    this.settledBelow = settledBelow;
     this.unjournaled = new AtMostOnceEffects<>(handlers, log, partition.shortName());
   }
 
   /** The first step: the batch's offset (and the waiting effects) in one write; its handlers run after it. */
   public ReplyEffect<BatchEvent, PartitionState<S>> accept(PartitionState<S> state, BatchSelector.Selection<V> sel,
       ActorRef<BatchOutcome> replyTo) {
+    // Once this write is durable, every record below this offset has its effects journaled: the
+    // write carries every effect waiting, and only batches whose handlers have not run lack theirs.
+    long settled = settledBelow(state.nextOffset());
     CarriedEffects<S> carried = unjournaled.take();
     BatchEvent accept = new BatchEvent(incarnation, state.nextOffset(), sel.nextOffset,
         clock.now(state.lastWriteMillis()), carried == null ? List.of() : carried.events(), sel.freshDigests(),
@@ -82,6 +92,7 @@ public final class AtMostOncePath<V, S, E> {
           runLater(accepted);
           effectsDurable(unjournaled.committed());
           afterWrite.accept(s);
+          settledBelow.accept(s, settled);   // a busy partition's queries still see its settled state advance
           pending.written(metrics);
         })
         .thenReply(replyTo, s -> outcome);
@@ -90,6 +101,7 @@ public final class AtMostOncePath<V, S, E> {
   /** The second step: the handlers of records whose offset is durable run; their effects wait. */
   public Effect<BatchEvent, PartitionState<S>> runAccepted(PartitionState<S> state, List<Inbound<?>> records) {
     acceptedNotRun = Math.max(0, acceptedNotRun - 1);
+    notRunFrom.poll();
     if (standing.out()) {
       unjournaled.skipped(records, standing.whyOut());
       return effect.unstashAll();
@@ -156,6 +168,7 @@ public final class AtMostOncePath<V, S, E> {
   /** The handlers of {@code records}, whose offset write is durable, run next. */
   void runLater(List<Inbound<?>> records) {
     acceptedNotRun++;
+    notRunFrom.add(records.stream().mapToLong(Inbound::offset).min().orElse(Long.MAX_VALUE));
     self.runAccepted(records);
   }
 
@@ -166,6 +179,18 @@ public final class AtMostOncePath<V, S, E> {
    */
   public boolean effectsSettled() {
     return acceptedNotRun == 0 && !unjournaled.waiting() && !unjournaled.inWrite();
+  }
+
+  /**
+   * The offset below which every record's effects are journaled once a write carrying every waiting
+   * effect is durable: {@code nextOffset}, or the lowest offset of a batch whose handlers have not run.
+   */
+  private long settledBelow(long nextOffset) {
+    long below = nextOffset;
+    for (long from : notRunFrom) {
+      below = Math.min(below, from);
+    }
+    return below;
   }
 
   /** What waits for a write and what an offset write that failed left unrun. */
