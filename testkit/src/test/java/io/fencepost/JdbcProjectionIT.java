@@ -134,6 +134,63 @@ class JdbcProjectionIT {
   }
 
   /**
+   * A handler that keeps failing on one batch: the other journals are projected; that journal is
+   * retried with a backoff (not every run), reported at ERROR once it has failed for errorAfter, counted
+   * in fencepost.projection.failing and named by the readiness registry (/ready); once the cause is
+   * gone it goes on by itself, every batch once, and the projection is ready again.
+   */
+  @Test
+  void aBatchThatKeepsFailingBacksOffIsReportedAndHealsOnceItsCauseIsGone() throws Exception {
+    table("balances_stuck");
+    AtomicBoolean broken = new AtomicBoolean(true);
+    JdbcProjection.Handler base = crediting("balances_stuck");
+    String stuck = PIDS.get(1);
+    ch.qos.logback.classic.Logger logger =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(JdbcProjection.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> seen =
+        new ch.qos.logback.core.read.ListAppender<>();
+    seen.start();
+    logger.addAppender(seen);
+    JdbcProjection projection = JdbcProjection.create(kit.system(), "stuck", db, PIDS, (tx, batch) -> {
+      if (broken.get() && batch.fromOffset() == 50
+          && ((TestLedger.Credited) batch.events().get(0)).paymentId().startsWith("p1-")) {
+        throw new IllegalStateException("no such merchant");
+      }
+      base.apply(tx, batch);
+    }).installSchema().withErrorAfter(Duration.ofSeconds(2));
+    // The kit's meters go to Micrometer's global registry (FencepostMeters' default): read them there.
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    io.micrometer.core.instrument.Metrics.globalRegistry.add(meters);
+    try {
+      projection.start(Duration.ofMillis(20));
+      Await.until("the other journals projected", Duration.ofSeconds(60),
+          () -> projection.position(PIDS.get(0)) == 20 && projection.position(PIDS.get(2)) == 20);
+      Await.until("the stuck journal reported at ERROR", Duration.ofSeconds(60), () -> seen.list.stream().anyMatch(
+          e -> e.getLevel() == ch.qos.logback.classic.Level.ERROR && e.getFormattedMessage().contains(
+              "projection has failed on [" + stuck + "]") && e.getFormattedMessage().contains("no such merchant")));
+      assertEquals(5, projection.position(stuck), "the batches before the failing one are kept");
+      assertEquals(1.0, meters.get("fencepost.projection.failing").tag("projection", "stuck").gauge().value());
+      List<String> notReady = Readiness.get(kit.system()).notReady();
+      assertTrue(notReady.stream().anyMatch(r -> r.startsWith("projection [stuck] has failed on [" + stuck + "]")),
+          "readiness names it: " + notReady);
+      double attempts = meters.get("fencepost.projection.failures").tag("projection", "stuck").counter().count();
+      assertTrue(attempts <= 6, "retried with a backoff (0.5, 1, 2 s ...), not every 20 ms run: " + attempts);
+
+      broken.set(false);   // the cause is gone: it goes on by itself
+      Await.until("the stuck journal projected", Duration.ofSeconds(60), () -> projection.position(stuck) == 20);
+      assertEquals(EXPECTED, balances("balances_stuck"));
+      assertEquals(600, payments("balances_stuck"), "every batch once");
+      assertEquals(0.0, meters.get("fencepost.projection.failing").tag("projection", "stuck").gauge().value());
+      assertTrue(Readiness.get(kit.system()).notReady().stream().noneMatch(r -> r.contains("[stuck]")));
+    } finally {
+      projection.close();
+      logger.detachAppender(seen);
+      io.micrometer.core.instrument.Metrics.globalRegistry.remove(meters);
+    }
+  }
+
+  /**
    * A journal with a backlog of more than one chunk does not hold the others back: their first batches
    * are applied before the backlog's batch after the first chunk, whatever the order of the list.
    */

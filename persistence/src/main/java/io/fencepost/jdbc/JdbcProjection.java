@@ -17,9 +17,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 import io.fencepost.AppliedBatch;
+import io.fencepost.FencepostMeters;
 import io.fencepost.PartitionId;
+import io.fencepost.Readiness;
 import io.fencepost.jdbc.internal.JournalFence;
 import io.fencepost.jdbc.internal.JournalIds;
+import io.fencepost.jdbc.internal.ProjectionFailures;
 import io.fencepost.jdbc.internal.ProjectionTables;
 import io.fencepost.jdbc.internal.SqlScripts;
 import io.fencepost.errors.JournalGapException;
@@ -74,6 +77,8 @@ public final class JdbcProjection implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(JdbcProjection.class);
   /** Batches applied per journal per run, in one transaction. */
   private static final int CHUNK = 200;
+  /** How long a journal may keep failing before it is reported at ERROR and makes the node not ready. */
+  public static final Duration DEFAULT_ERROR_AFTER = Duration.ofSeconds(30);
   /** Journals are looked for at most this often while runs follow each other without a pause. */
   private static final long DISCOVER_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -109,6 +114,9 @@ public final class JdbcProjection implements AutoCloseable {
   private volatile boolean closed;
   /** The projection's own connection (runs are serial), opened on first use and after a failure. */
   private volatile Connection connection;
+  /** The journals it fails on: retried with a backoff, reported at ERROR after {@link #DEFAULT_ERROR_AFTER}. */
+  private final ProjectionFailures failures;
+  private AutoCloseable readiness;
 
   private JdbcProjection(ActorSystem<?> system, String name, JournalDatabase db, Supplier<List<String>> sources,
       List<String> topicRows, Handler handler) {
@@ -118,6 +126,21 @@ public final class JdbcProjection implements AutoCloseable {
     this.db = Objects.requireNonNull(db, "db");
     this.sources = sources;
     this.handler = Objects.requireNonNull(handler, "handler");
+    this.failures = new ProjectionFailures(name, DEFAULT_ERROR_AFTER,
+        FencepostMeters.get(system).registryForNewMeter());
+  }
+
+  /**
+   * How long applying a journal's next batch may keep failing (each failure retried after a backoff of
+   * 0.5 s doubling to 30 s) before it is logged at ERROR (then once a minute), counted in the gauge
+   * {@code fencepost.projection.failing} and makes {@code /ready} fail naming it; 30 s by default.
+   */
+  public JdbcProjection withErrorAfter(Duration errorAfter) {
+    if (errorAfter.isNegative() || errorAfter.isZero()) {
+      throw new IllegalArgumentException("projection [" + name + "]: errorAfter must be > 0, was " + errorAfter);
+    }
+    failures.errorAfter(errorAfter);
+    return this;
   }
 
   /**
@@ -237,6 +260,11 @@ public final class JdbcProjection implements AutoCloseable {
    * batches this call applied; a batch another instance applied first is skipped.
    */
   public synchronized int runOnce() {
+    return run(false);
+  }
+
+  /** One run; {@code paced}: journals that failed wait out their backoff (the scheduled runs). */
+  private int run(boolean paced) {
     int applied = 0;
     boolean full = false;
     RuntimeException first = null;
@@ -244,14 +272,16 @@ public final class JdbcProjection implements AutoCloseable {
     int start = pids.isEmpty() ? 0 : Math.floorMod(nextStart++, pids.size());
     for (int i = 0; i < pids.size() && !closed; i++) {
       String pid = pids.get((start + i) % pids.size());
-      if (movedAway.contains(pid)) {
+      if (movedAway.contains(pid) || (paced && failures.waiting(pid))) {
         continue;
       }
       try {
         int n = catchUp(pid);
+        failures.passed(pid);
         applied += n;
         full |= n >= CHUNK;
       } catch (RuntimeException e) {
+        failures.failed(pid, e, e instanceof JournalGapException);
         // One failing journal must not hold the others back. A failure other than a gap (logged once
         // already) is the one thrown, so that it is not hidden behind the gap.
         if (first == null) {
@@ -278,6 +308,7 @@ public final class JdbcProjection implements AutoCloseable {
   public synchronized JdbcProjection start(Duration interval) {
     if (scheduler == null) {
       persistenceIds();
+      readiness = Readiness.get(system).register("projection [" + name + "]", failures::notReady);
       scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "fencepost-projection-" + name);
         t.setDaemon(true);
@@ -286,13 +317,12 @@ public final class JdbcProjection implements AutoCloseable {
       scheduler.scheduleWithFixedDelay(() -> {
         do {   // while a journal has a backlog, the next run follows at once, whatever failed in this one
           try {
-            runOnce();
-          } catch (JournalGapException e) {
-            log.debug("[{}] projection stays stopped at a journal gap (logged once): {}", name, e.toString());
-          } catch (RuntimeException e) {
-            if (!behind) {   // while others catch up, the failing journal is tried again each run: logged once
-              log.warn("[{}] projection run failed, retrying in {} ms: {}", name, interval.toMillis(), e.toString());
+            synchronized (this) {
+              run(true);
             }
+          } catch (RuntimeException e) {
+            // Logged per journal by the failures (WARN, then ERROR after errorAfter); retried after a backoff.
+            log.debug("[{}] projection run failed: {}", name, e.toString());
           } catch (Throwable e) {   // the schedule must survive anything: a thrown Error would end it silently
             behind = false;
             log.error("[{}] projection run failed, retrying in {} ms: {}", name, interval.toMillis(), e.toString(), e);
@@ -310,6 +340,14 @@ public final class JdbcProjection implements AutoCloseable {
     synchronized (this) {
       running = scheduler;
       scheduler = null;
+      if (readiness != null) {
+        try {
+          readiness.close();
+        } catch (Exception e) {
+          log.debug("[{}] leaving the readiness registry: {}", name, e.toString());
+        }
+        readiness = null;
+      }
     }
     if (running != null) {
       running.shutdownNow();

@@ -31,10 +31,15 @@ final class HealthReasons {
   }
 
   static CompletionStage<Boolean> check(List<PipelineHealth> failing) {
-    if (failing.isEmpty()) {
+    return check(failing, List.of());
+  }
+
+  /** {@link #check(List)}, failing also with the reasons of other components not ready. */
+  static CompletionStage<Boolean> check(List<PipelineHealth> failing, List<String> othersNotReady) {
+    if (failing.isEmpty() && othersNotReady.isEmpty()) {
       return CompletableFuture.completedFuture(true);
     }
-    return CompletableFuture.failedFuture(new IllegalStateException(
-        failing.stream().map(PipelineHealth::reason).collect(Collectors.joining("; "))));
+    return CompletableFuture.failedFuture(new IllegalStateException(java.util.stream.Stream.concat(
+        failing.stream().map(PipelineHealth::reason), othersNotReady.stream()).collect(Collectors.joining("; "))));
   }
 }

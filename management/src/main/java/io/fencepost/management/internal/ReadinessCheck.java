@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
+import io.fencepost.Readiness;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineHealth;
@@ -14,7 +15,9 @@ import scala.concurrent.Future;
 
 /**
  * Pekko Management readiness check: every pipeline started on this node is ready
- * ({@link PipelineHealth#ready()}). A failed check carries the reason, which {@code /ready} shows.
+ * ({@link PipelineHealth#ready()}), and no other component registered in {@link Readiness} (a JDBC
+ * projection that keeps failing) says it is not. A failed check carries the reasons, which
+ * {@code /ready} shows.
  */
 public final class ReadinessCheck implements Function0<Future<Object>> {
 
@@ -38,6 +41,7 @@ public final class ReadinessCheck implements Function0<Future<Object>> {
     if (pipelines.isEmpty()) {
       return CompletableFuture.failedFuture(new IllegalStateException("no pipeline runs on this node"));
     }
-    return HealthReasons.check(pipelines.stream().map(HealthReasons::of).filter(h -> !h.ready()).toList());
+    return HealthReasons.check(pipelines.stream().map(HealthReasons::of).filter(h -> !h.ready()).toList(),
+        Readiness.get(system).notReady());
   }
 }
