@@ -12,7 +12,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigValueFactory;
 import io.fencepost.FencepostMeters;
-import io.fencepost.kafka.internal.SeedNodes;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -92,7 +91,7 @@ public final class ClusterMembership {
     // seed, it does not start again at all). Until it reaches another seed it stays a non-member
     // (loudly). Seeds are compared as addresses, as Pekko compares them.
     List<String> seeds = config.getStringList("pekko.cluster.seed-nodes");
-    this.otherSeeds = seeds.stream().filter(seed -> !SeedNodes.isSelf(seed, first.address())).toList();
+    this.otherSeeds = seeds.stream().filter(seed -> !isSelf(seed, first.address())).toList();
     this.onlySeed = !seeds.isEmpty() && otherSeeds.isEmpty();
     this.config = config.withValue("pekko.remote.artery.canonical.port",
         ConfigValueFactory.fromAnyRef(first.address().getPort().orElseThrow()))
@@ -333,6 +332,20 @@ public final class ClusterMembership {
       return;
     }
     adopt(s);
+  }
+
+  /**
+   * Whether {@code seed} ({@code pekko://system@host:port}) is the address {@code self}, as Pekko compares
+   * them: protocol, system, host and port equal once parsed. (A seed that names the node by another
+   * host name is not the node to Pekko either: it never joins through it, and remoting drops messages
+   * sent to it.) A seed that does not parse is not this node.
+   */
+  static boolean isSelf(String seed, org.apache.pekko.actor.Address self) {
+    try {
+      return org.apache.pekko.actor.AddressFromURIString.parse(seed).equals(self);
+    } catch (Exception e) {   // (MalformedURLException, thrown without being declared)
+      return false;
+    }
   }
 
   static Duration backoff(int attempt) {

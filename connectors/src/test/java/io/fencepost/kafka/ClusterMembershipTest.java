@@ -152,12 +152,12 @@ class ClusterMembershipTest {
   @Test
   void aSeedIsThisNodeByAddressNotBySpelling() {
     org.apache.pekko.actor.Address self = new org.apache.pekko.actor.Address("pekko", "ledger", "127.0.0.1", 2551);
-    assertTrue(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://ledger@127.0.0.1:2551", self));
-    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://ledger@localhost:2551", self),
+    assertTrue(ClusterMembership.isSelf("pekko://ledger@127.0.0.1:2551", self));
+    assertFalse(ClusterMembership.isSelf("pekko://ledger@localhost:2551", self),
         "another name of the host is another address to Pekko");
-    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://ledger@127.0.0.1:2552", self));
-    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("pekko://other@127.0.0.1:2551", self));
-    assertFalse(io.fencepost.kafka.internal.SeedNodes.isSelf("not an address", self));
+    assertFalse(ClusterMembership.isSelf("pekko://ledger@127.0.0.1:2552", self));
+    assertFalse(ClusterMembership.isSelf("pekko://other@127.0.0.1:2551", self));
+    assertFalse(ClusterMembership.isSelf("not an address", self));
   }
 
   @Test
