@@ -182,57 +182,64 @@ class ExactlyOnceOutboxIT {
    */
   @Test
   void aRelayCommitsAtMostOneTransactionPerTransactionInterval() throws Exception {
-    String in = KafkaBroker.uniqueName("paced");
-    String out = in + "-out";
-    String group = KafkaBroker.uniqueName("paced-group");
-    broker.createTopic(in, 1);
-    broker.createTopic(out, 1);
-    ActorSystem<Void> system = KafkaPipelineIT.node("paced", postgres);
     io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
         new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
-    FencepostMeters.get(system).use(meters);
-    try {
-      PipelineSettings s = settings(system, "paced", in, group, in + "-positions");
-      KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
-          s.withOutbox(s.outbox().withTransactionInterval(Duration.ofSeconds(2)))).start();
-      long start = System.nanoTime();
+    long start = System.nanoTime();
+    forwardOnePartition("paced", meters, o -> o.withTransactionInterval(Duration.ofSeconds(2)), false, in -> {
       for (int i = 0; i < 40; i++) {   // a batch of 50 every 100 ms or so: 4 s of steady writes
         KafkaPipelineIT.produceTo(broker, in, 1, 50, "paced-" + i + "-");
         Thread.sleep(100);
       }
-      Await.until("every record committed", Duration.ofMinutes(2), () -> committed(out).size() == 2_000);
-      double seconds = (System.nanoTime() - start) / 1e9;
-      long transactions = (long) meters.find("fencepost.outbox.relay.transactions").counters().stream()
-          .mapToDouble(io.micrometer.core.instrument.Counter::count).sum();
-      assertTrue(transactions >= 1 && transactions <= Math.ceil(seconds / 2) + 1,
-          transactions + " transactions in " + seconds + " s");
-      assertEquals(2_000, committed(out).values().stream().mapToInt(Integer::intValue).sum(), "each record once");
-    } finally {
-      system.terminate();
-      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
-    }
+    }, Duration.ofMinutes(2));
+    double seconds = (System.nanoTime() - start) / 1e9;
+    long transactions = (long) meters.find("fencepost.outbox.relay.transactions").counters().stream()
+        .mapToDouble(io.micrometer.core.instrument.Counter::count).sum();
+    assertTrue(transactions >= 1 && transactions <= Math.ceil(seconds / 2) + 1,
+        transactions + " transactions in " + seconds + " s");
   }
 
   /**
    * Pacing caps how often a relay commits, not how much it publishes: a backlog (here 40 journal
    * entries, 2 per round, with a transaction-interval of 20 s) goes out in back-to-back full rounds,
-   * not one round per interval (which would take over 6 minutes).
+   * not one round per interval (which would take over 6 minutes). At most two paced waits: a round
+   * that found the relay caught up, then the rest in full rounds.
    */
   @Test
   void aRelayWithABacklogIsNotSlowedByItsTransactionInterval() throws Exception {
-    String in = KafkaBroker.uniqueName("backlog");
+    forwardOnePartition("backlog", new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
+        o -> o.withTransactionInterval(Duration.ofSeconds(20)).withMaxEntriesPerRound(2), true, in -> { },
+        Duration.ofSeconds(90));
+  }
+
+  /** Feeds a topic of one partition. */
+  private interface Feed {
+    void into(String topic) throws Exception;
+  }
+
+  /**
+   * A one-partition pipeline forwarding each record through the exactly-once outbox with {@code outbox}
+   * applied to its settings: 2,000 records, produced before the pipeline starts ({@code backlog}) or
+   * by {@code feed} once it runs, must each be committed once within {@code within}.
+   */
+  private static void forwardOnePartition(String name, io.micrometer.core.instrument.MeterRegistry meters,
+      java.util.function.UnaryOperator<OutboxSettings> outbox, boolean backlog, Feed feed, Duration within)
+      throws Exception {
+    String in = KafkaBroker.uniqueName(name);
     String out = in + "-out";
-    String group = KafkaBroker.uniqueName("backlog-group");
+    String group = KafkaBroker.uniqueName(name + "-group");
     broker.createTopic(in, 1);
     broker.createTopic(out, 1);
-    KafkaPipelineIT.produceTo(broker, in, 1, 2_000, "backlog-");   // 40 batches of 50 once consumed
-    ActorSystem<Void> system = KafkaPipelineIT.node("backlog", postgres);
+    if (backlog) {
+      KafkaPipelineIT.produceTo(broker, in, 1, 2_000, name + "-");   // 40 batches of 50 once consumed
+    }
+    ActorSystem<Void> system = KafkaPipelineIT.node(name, postgres);
+    FencepostMeters.get(system).use(meters);
     try {
-      PipelineSettings s = settings(system, "backlog", in, group, in + "-positions");
+      PipelineSettings s = settings(system, name, in, group, in + "-positions");
       KafkaPipeline.create(system, KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
-          s.withOutbox(s.outbox().withTransactionInterval(Duration.ofSeconds(20)).withMaxEntriesPerRound(2))).start();
-      // At most two paced waits (a round that found the relay caught up, then the rest in full rounds).
-      Await.until("every record committed", Duration.ofSeconds(90), () -> committed(out).size() == 2_000);
+          s.withOutbox(outbox.apply(s.outbox()))).start();
+      feed.into(in);
+      Await.until("every record committed", within, () -> committed(out).size() == 2_000);
       assertEquals(2_000, committed(out).values().stream().mapToInt(Integer::intValue).sum(), "each record once");
     } finally {
       system.terminate();
