@@ -111,6 +111,8 @@ public final class JdbcProjection implements AutoCloseable {
   /** Where the next run starts in the list of journals (a different place each run and each instance). */
   private int nextStart = ThreadLocalRandom.current().nextInt(1 << 16);
   private volatile boolean behind;
+  /** The last catchUp found the journal's advisory lock held by another instance and did nothing. */
+  private boolean skippedByLock;
   private volatile boolean closed;
   /** The projection's own connection (runs are serial), opened on first use and after a failure. */
   private volatile Connection connection;
@@ -126,14 +128,14 @@ public final class JdbcProjection implements AutoCloseable {
     this.db = Objects.requireNonNull(db, "db");
     this.sources = sources;
     this.handler = Objects.requireNonNull(handler, "handler");
-    this.failures = new ProjectionFailures(name, DEFAULT_ERROR_AFTER,
-        FencepostMeters.get(system).registryForNewMeter());
+    this.failures = new ProjectionFailures(name, DEFAULT_ERROR_AFTER);
   }
 
   /**
    * How long applying a journal's next batch may keep failing (each failure retried after a backoff of
    * 0.5 s doubling to 30 s) before it is logged at ERROR (then once a minute), counted in the gauge
-   * {@code fencepost.projection.failing} and makes {@code /ready} fail naming it; 30 s by default.
+   * {@code fencepost.projection.failing} and, once {@link #start started}, makes {@code /ready} fail
+   * naming it; 30 s by default.
    */
   public JdbcProjection withErrorAfter(Duration errorAfter) {
     if (errorAfter.isNegative() || errorAfter.isZero()) {
@@ -268,7 +270,20 @@ public final class JdbcProjection implements AutoCloseable {
     int applied = 0;
     boolean full = false;
     RuntimeException first = null;
-    List<String> pids = persistenceIds();
+    if (paced && (failures.waiting(ProjectionFailures.DISCOVERY) || failures.waiting(ProjectionFailures.DATABASE))) {
+      behind = false;
+      return 0;   // the database failed: the next attempt waits out its backoff
+    }
+    List<String> pids;
+    try {
+      pids = persistenceIds();
+      failures.passed(ProjectionFailures.DISCOVERY);
+    } catch (RuntimeException e) {
+      behind = false;
+      failures.failed(ProjectionFailures.DISCOVERY, e, false);
+      throw e;
+    }
+    failures.retainOnly(pids);   // a journal no longer listed (moved to another database) is not failing here
     int start = pids.isEmpty() ? 0 : Math.floorMod(nextStart++, pids.size());
     for (int i = 0; i < pids.size() && !closed; i++) {
       String pid = pids.get((start + i) % pids.size());
@@ -276,12 +291,22 @@ public final class JdbcProjection implements AutoCloseable {
         continue;
       }
       try {
+        skippedByLock = false;
         int n = catchUp(pid);
-        failures.passed(pid);
+        failures.passed(ProjectionFailures.DATABASE);
+        if (movedAway.contains(pid)) {
+          failures.forget(pid);   // stopped for good here, said once at ERROR
+        } else if (!skippedByLock) {   // (another instance holding the journal says nothing of this one's batch)
+          failures.passed(pid);
+        }
         applied += n;
         full |= n >= CHUNK;
       } catch (RuntimeException e) {
-        failures.failed(pid, e, e instanceof JournalGapException);
+        if (e instanceof Unreachable) {
+          failures.failed(ProjectionFailures.DATABASE, e, false);   // the database, not this journal
+        } else {
+          failures.failed(pid, e, e instanceof JournalGapException);
+        }
         // One failing journal must not hold the others back. A failure other than a gap (logged once
         // already) is the one thrown, so that it is not hidden behind the gap.
         if (first == null) {
@@ -306,8 +331,12 @@ public final class JdbcProjection implements AutoCloseable {
 
   /** Runs {@link #runOnce()} every {@code interval} on a thread of its own until {@link #close()}. */
   public synchronized JdbcProjection start(Duration interval) {
+    if (closed) {
+      throw new IllegalStateException("projection [" + name + "] was closed: create another to start it again");
+    }
     if (scheduler == null) {
       persistenceIds();
+      failures.registerMeters(FencepostMeters.get(system).registryForNewMeter());
       readiness = Readiness.get(system).register("projection [" + name + "]", failures::notReady);
       scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "fencepost-projection-" + name);
@@ -348,6 +377,7 @@ public final class JdbcProjection implements AutoCloseable {
         }
         readiness = null;
       }
+      failures.close();
     }
     if (running != null) {
       running.shutdownNow();
@@ -468,6 +498,7 @@ public final class JdbcProjection implements AutoCloseable {
   private int project(Connection c, JdbcReadJournal journal, String pid) throws SQLException {
     boolean one = isolating.contains(pid);
     if (!lock(c, pid)) {
+      skippedByLock = true;
       c.rollback();
       return 0;   // another instance works on this journal now
     }
@@ -526,7 +557,7 @@ public final class JdbcProjection implements AutoCloseable {
             handler.apply(c, batch);
           }
         }
-      } catch (SQLException | RuntimeException e) {   // catchUp rolls back and drops the connection
+      } catch (SQLException | RuntimeException | LinkageError | AssertionError e) {   // catchUp rolls back, drops the connection
         if (tx.size() > 1) {
           isolating.add(pid);   // the next run finds the failing batch, keeping those before it
         }
