@@ -95,7 +95,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.metrics = new PartitionMetrics(ctx.getSystem(), partition);
     this.clock = new WindowClock(settings.wallMillis(), settings.monotonicNanos());
     this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(partition), partition.persistenceId(),
-        partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog());
+        partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog(),
+        metrics::snapshotFailed);
     this.windowReads = new WindowReads(partition, settings, snapshots, metrics, ctx.getLog());
     this.standing = new Standing(partition, metrics, ctx.getLog());
     this.intake = new BatchIntake<>(partition, settings, handlers, metrics, ctx.getLog());

@@ -77,10 +77,11 @@ public final class SlowSnapshotStore extends SnapshotStore {
   @Override
   public Future<Void> doSaveAsync(SnapshotMetadata metadata, Object snapshot) {
     begun.add(metadata.sequenceNr());
-    pending.incrementAndGet();
+    // A snapshot that cannot be serialized fails here, as in a real store, and is never pending.
     Serializer serializer = serialization.findSerializerFor(snapshot);
     byte[] bytes = serializer.toBinary(snapshot);
     String manifest = Serializers.manifestFor(serializer, snapshot);
+    pending.incrementAndGet();
     return Futures.future(() -> {
       if (!gate.await(2, TimeUnit.MINUTES)) {
         throw new IllegalStateException("the test never opened the gate");

@@ -374,7 +374,8 @@ class BadInputIT {
   void aDeadLetterLargerThanKafkasDefaultLimitIsPublishedWholeAndThePartitionGoesOn() throws Exception {
     String topic = KafkaBroker.uniqueName("large");
     broker.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, Integer.toString(2 * 1024 * 1024)));
-    ConsumerRecord<byte[], byte[]> letter = oversizedThenPayments(topic, "large");
+    ConsumerRecord<byte[], byte[]> letter = oversizedThenPayments(topic, "large",
+        new ProducerRecord<>(topic, 0, "big", new byte[LARGE]));
     assertEquals(LARGE, letter.value().length, "the whole value");
     assertNull(header(letter, "fencepost.value-omitted-bytes"));
   }
@@ -388,20 +389,47 @@ class BadInputIT {
     String topic = KafkaBroker.uniqueName("large-fixed-dlt");
     broker.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, Integer.toString(2 * 1024 * 1024)));
     broker.createTopic(topic + ".dlt", 1);
-    ConsumerRecord<byte[], byte[]> letter = oversizedThenPayments(topic, "large-fixed-dlt");
+    ConsumerRecord<byte[], byte[]> letter = oversizedThenPayments(topic, "large-fixed-dlt",
+        new ProducerRecord<>(topic, 0, "big", new byte[LARGE]));
     assertNull(letter.value(), "the value is left out");
     assertEquals(Integer.toString(LARGE), header(letter, "fencepost.value-omitted-bytes"));
+    assertEquals("big", new String(letter.key(), StandardCharsets.UTF_8), "the key is kept");
+    assertNull(header(letter, "fencepost.key-omitted-bytes"));
+  }
+
+  /**
+   * A small undecodable value whose key and one header are each larger than the hand-made dead-letter
+   * topic accepts: without its value it is still too large, so it is published with Fencepost's
+   * headers only (their sizes said), and the partition goes on.
+   */
+  @Test
+  void aDeadLetterWhoseKeyAndHeadersAloneAreTooLargeIsPublishedWithFencepostsHeadersOnly() throws Exception {
+    String topic = KafkaBroker.uniqueName("large-key");
+    broker.createTopic(topic, 1, Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, Integer.toString(4 * 1024 * 1024)));
+    broker.createTopic(topic + ".dlt", 1);
+    ProducerRecord<String, byte[]> big = new ProducerRecord<>(topic, 0, "k".repeat(LARGE),
+        "not a payment".getBytes(StandardCharsets.UTF_8));
+    big.headers().add("trace", new byte[LARGE]);
+    ConsumerRecord<byte[], byte[]> letter = oversizedThenPayments(topic, "large-key", big);
+    assertNull(letter.value(), "the value is left out");
+    assertNull(letter.key(), "the key is left out");
+    assertNull(letter.headers().lastHeader("trace"), "the record's own headers are left out");
+    assertEquals("13", header(letter, "fencepost.value-omitted-bytes"));
+    assertEquals(Integer.toString(LARGE), header(letter, "fencepost.key-omitted-bytes"));
+    assertEquals(Integer.toString("trace".length() + LARGE), header(letter, "fencepost.headers-omitted-bytes"));
+    assertEquals(topic, header(letter, "fencepost.original.topic"));
   }
 
   private static final int LARGE = 1_572_864;
 
   /** Produces the large record then 1,000 payments; returns the one dead letter after all were handled. */
-  private static ConsumerRecord<byte[], byte[]> oversizedThenPayments(String topic, String name) throws Exception {
+  private static ConsumerRecord<byte[], byte[]> oversizedThenPayments(String topic, String name,
+      ProducerRecord<String, byte[]> oversized) throws Exception {
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers());
-    p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(3 * 1024 * 1024));
+    p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Integer.toString(5 * 1024 * 1024));
     try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
-      producer.send(new ProducerRecord<>(topic, 0, "big", new byte[LARGE])).get();
+      producer.send(oversized).get();
       for (int i = 0; i < 1_000; i++) {
         producer.send(new ProducerRecord<>(topic, 0, "k" + i, ("pay-" + i + ",m1,10").getBytes(StandardCharsets.UTF_8)));
       }

@@ -38,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * accepts (unless set in {@code producer-kafka-clients}), and dead-letter topics the pipeline creates
  * get the same {@code max.message.bytes}. A dead letter still too large (a dead-letter topic created
  * by hand with a smaller limit) is published without its value, with the header
- * {@value DeadLetterHeaders#VALUE_OMITTED}, and logged at ERROR: the partition goes on. Any other
+ * {@value DeadLetterHeaders#VALUE_OMITTED}, and logged at ERROR: the partition goes on. One whose key
+ * or headers alone are too large is published with Fencepost's headers only (key, value and the
+ * record's headers left out, their sizes in headers). Any other
  * failure is retried with backoff, at ERROR and on {@code fencepost.dead-letter.failures} from
  * {@value #ERROR_AFTER_ATTEMPTS} attempts on; a send not settled within the producer's
  * {@code delivery.timeout.ms} (plus 5 s), and every {@value #REBUILD_EVERY}th failed attempt in a row,
@@ -153,21 +155,11 @@ final class DeadLetterPublisher {
     Executor executor = system.executionContext();
     List<CompletableFuture<Void>> acks = new ArrayList<>();
     for (DeadLetter d : letters) {
-      acks.add(send(handle, producers.ackTimeout(), id, raw.get(d.offset()), d, false).exceptionallyComposeAsync(e -> {
-        Throwable cause = unwrap(e);
-        if (!(cause instanceof RecordTooLargeException)) {
-          return CompletableFuture.failedFuture(cause);
-        }
-        ConsumerRecord<byte[], byte[]> r = raw.get(d.offset());
-        metrics.deadLetterFailed(id, cause);
-        return send(handle, producers.ackTimeout(), id, r, d, true).thenRun(() -> log.error("[{}] the dead letter of "
-            + "offset [{}] ({} bytes of value) is larger than the dead-letter topic [{}] or its producer accepts ({}): published without its value, "
-            + "header {} = its size; the record stays at that offset while the topic retains it. Raise "
-            + "max.message.bytes of [{}] and, if set, max.request.size in "
-            + "fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(), d.offset(),
-            r.value() == null ? 0 : r.value().length, settings.deadLetter().topicFor(r.topic()), cause.getMessage(),
-            DeadLetterHeaders.VALUE_OMITTED, settings.deadLetter().topicFor(r.topic()), settings.name()));
-      }, executor));
+      acks.add(send(handle, producers.ackTimeout(), id, raw.get(d.offset()), d, Omit.NOTHING)
+          .exceptionallyComposeAsync(e -> smaller(handle, producers.ackTimeout(), id, raw.get(d.offset()), d,
+              Omit.VALUE, unwrap(e)), executor)
+          .exceptionallyComposeAsync(e -> smaller(handle, producers.ackTimeout(), id, raw.get(d.offset()), d,
+              Omit.VALUE_KEY_AND_HEADERS, unwrap(e)), executor));
     }
     return CompletableFuture.allOf(acks.toArray(new CompletableFuture[0])).handleAsync((v, e) -> {
       progress.inFlightActivityNanos = ticker.nanoTime();
@@ -202,6 +194,42 @@ final class DeadLetterPublisher {
     }, executor).thenCompose(f -> f);
   }
 
+  /** What a dead letter leaves out, when the dead-letter topic or its producer would refuse it whole. */
+  enum Omit {
+    NOTHING,
+    /** The original value (its size in header {@value DeadLetterHeaders#VALUE_OMITTED}). */
+    VALUE,
+    /**
+     * The original value, key and headers (their sizes in headers): only Fencepost's own headers are
+     * left, which name the record's topic, partition and offset and the error.
+     */
+    VALUE_KEY_AND_HEADERS
+  }
+
+  /**
+   * After a send refused as too large ({@code failure}), sends the dead letter again leaving out
+   * {@code omit}, and says so at ERROR once it is acknowledged; any other failure is passed on.
+   */
+  private CompletableFuture<Void> smaller(HealingProducer.Handle handle, Duration ackTimeout, PartitionId id,
+      ConsumerRecord<byte[], byte[]> r, DeadLetter d, Omit omit, Throwable failure) {
+    if (!(failure instanceof RecordTooLargeException)) {
+      return CompletableFuture.failedFuture(failure);
+    }
+    metrics.deadLetterFailed(id, failure);
+    String dlt = settings.deadLetter().topicFor(r.topic());
+    return send(handle, ackTimeout, id, r, d, omit).thenRun(() -> log.error("[{}] the dead letter of offset [{}] "
+        + "({} bytes of value, {} of key, {} of headers) is larger than the dead-letter topic [{}] or its producer "
+        + "accepts ({}): published without its {}, header {} = its size; the record stays at that offset while the "
+        + "topic retains it. Raise max.message.bytes of [{}] and, if set, max.request.size in "
+        + "fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(), d.offset(), length(r.value()),
+        length(r.key()), DeadLetterHeaders.size(r.headers()), dlt, failure.getMessage(),
+        omit == Omit.VALUE ? "value" : "value, key and headers", DeadLetterHeaders.VALUE_OMITTED, dlt, settings.name()));
+  }
+
+  private static int length(byte[] bytes) {
+    return bytes == null ? 0 : bytes.length;
+  }
+
   /** Whether {@code ack} failed for want of an acknowledgement within the producer's ack timeout. */
   private static boolean unsettled(CompletableFuture<Void> ack) {
     try {
@@ -224,18 +252,22 @@ final class DeadLetterPublisher {
 
   /** Sends one dead letter; fails with a {@link TimeoutException} when not settled within {@code ackTimeout}. */
   private CompletableFuture<Void> send(HealingProducer.Handle handle, Duration ackTimeout, PartitionId id,
-      ConsumerRecord<byte[], byte[]> r, DeadLetter d, boolean omitValue) {
+      ConsumerRecord<byte[], byte[]> r, DeadLetter d, Omit omit) {
     String dlt = settings.deadLetter().topicFor(r.topic());
+    boolean whole = omit == Omit.NOTHING;
+    boolean keyAndHeaders = omit == Omit.VALUE_KEY_AND_HEADERS;
     ProducerRecord<byte[], byte[]> out = new ProducerRecord<>(dlt, r.partition() % partitions.getOrDefault(dlt, 1),
-        r.key(), omitValue ? null : r.value());
-    for (Header h : r.headers()) {
-      out.headers().add(h);
+        keyAndHeaders ? null : r.key(), whole ? r.value() : null);
+    if (!keyAndHeaders) {
+      for (Header h : r.headers()) {
+        out.headers().add(h);
+      }
     }
     DeadLetterHeaders.add(out.headers(), id, r.topic(), r.partition(), r.offset(), r.timestamp(),
         d.errorClass(), d.errorMessage(), d.attempts(), d.parked());
-    if (omitValue) {
-      out.headers().add(DeadLetterHeaders.VALUE_OMITTED,
-          Integer.toString(r.value() == null ? 0 : r.value().length).getBytes(StandardCharsets.UTF_8));
+    if (!whole) {
+      DeadLetterHeaders.omitted(out.headers(), length(r.value()), keyAndHeaders ? length(r.key()) : -1,
+          keyAndHeaders ? DeadLetterHeaders.size(r.headers()) : -1);
     }
     CompletableFuture<Void> ack = new CompletableFuture<>();
     try {

@@ -34,6 +34,7 @@ public final class PartitionMetrics {
   private final Counter droppedByKey;
   private final Counter deadLettered;
   private final Counter fenced;
+  private final Counter snapshotFailures;
   private final DistributionSummary batchSize;
   private final Timer persistLatency;
   private final Timer effectLatency;
@@ -52,6 +53,8 @@ public final class PartitionMetrics {
         .description("records written to the journal as dead letters (parked ones included)").tags(tags)
         .register(registry);
     fenced = registry.counter("fencepost.writes.fenced", tags);
+    snapshotFailures = Counter.builder("fencepost.snapshot.failures")
+        .description("snapshots not stored (recovery replays more, compaction waits)").tags(tags).register(registry);
     batchSize = DistributionSummary.builder("fencepost.batch.records").tags(tags).register(registry);
     persistLatency = Timer.builder("fencepost.persist.latency").tags(tags).register(registry);
     effectLatency = Timer.builder("fencepost.effect.latency")
@@ -97,6 +100,11 @@ public final class PartitionMetrics {
 
   public void fenced() {
     fenced.increment();
+  }
+
+  /** A snapshot was not stored. */
+  public void snapshotFailed() {
+    snapshotFailures.increment();
   }
 
   /**

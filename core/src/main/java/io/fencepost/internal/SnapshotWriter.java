@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.typesafe.config.ConfigFactory;
@@ -17,6 +18,8 @@ import org.apache.pekko.persistence.SaveSnapshotSuccess;
 import org.apache.pekko.persistence.SnapshotMetadata;
 import org.apache.pekko.persistence.SnapshotProtocol;
 import org.apache.pekko.persistence.SnapshotSelectionCriteria;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
 import org.slf4j.Logger;
 
 /**
@@ -44,6 +47,8 @@ import org.slf4j.Logger;
 public final class SnapshotWriter {
 
   private static final Duration STORE_TIMEOUT = Duration.ofSeconds(60);
+  /** Snapshots not stored in a row from which each {@code ERROR_IN_A_ROW}th is logged at ERROR. */
+  static final int ERROR_IN_A_ROW = 3;
 
   private record Snapshot(long sequenceNr, PartitionState<?> state) {
   }
@@ -60,6 +65,10 @@ public final class SnapshotWriter {
   private final long every;
   private final int keep;
   private final Logger log;
+  private final Runnable onFailure;
+  private final Serialization serialization;
+  /** Snapshots in a row that were not stored (segment or state), reset by one that is. */
+  private final AtomicInteger failedInARow = new AtomicInteger();
   private final AtomicBoolean inFlight = new AtomicBoolean();
   private final AtomicReference<Snapshot> waiting = new AtomicReference<>();
   private long lastTaken;
@@ -70,9 +79,10 @@ public final class SnapshotWriter {
    * @param pluginId the snapshot plugin ({@code ""}: {@code pekko.persistence.snapshot-store.plugin})
    * @param every a snapshot falls due when the sequence number passes a multiple of it
    * @param keep how many snapshots' worth of sequence numbers ({@code keep * every}) to keep below the newest
+   * @param onFailure runs once per snapshot not stored (a meter)
    */
   public SnapshotWriter(ActorSystem<?> system, String pluginId, String persistenceId, String name, long every,
-      int keep, Logger log) {
+      int keep, Logger log, Runnable onFailure) {
     // Persistence.snapshotStoreFor is Pekko's stable internal API for plugin users (@InternalStableApi).
     this.store = Persistence.get(system.classicSystem()).snapshotStoreFor(pluginId, ConfigFactory.empty());
     this.persistenceId = persistenceId;
@@ -82,6 +92,8 @@ public final class SnapshotWriter {
     this.every = every;
     this.keep = keep;
     this.log = log;
+    this.onFailure = onFailure;
+    this.serialization = SerializationExtension.get(system.classicSystem());
   }
 
   /** How this incarnation's snapshots cut the key window. */
@@ -170,9 +182,7 @@ public final class SnapshotWriter {
             }
             segments.failed(segment.sequenceNr());
             Throwable cause = answer instanceof SaveSnapshotFailure f ? f.cause() : error;
-            log.warn("[{}] snapshot at sequence number [{}] not stored: its key window segment {} failed (recovery "
-                + "replays more events until the next one succeeds): {}", name, snapshot.sequenceNr(), segment,
-                String.valueOf(cause));
+            failed(snapshot, "its key window segment " + segment + " failed", cause);
           } catch (RuntimeException | Error e) {
             goesOn = false;   // never left in flight for good: no snapshot would be taken again
             log.error("[{}] snapshot at sequence number [{}] not stored: {}", name, snapshot.sequenceNr(), e.toString());
@@ -195,6 +205,7 @@ public final class SnapshotWriter {
             if (answer instanceof SaveSnapshotSuccess) {
               log.debug("[{}] snapshot at sequence number [{}] stored in {} ms, beside the command path", name,
                   sequenceNr, (System.nanoTime() - started) / 1_000_000);
+              failedInARow.set(0);
               WindowImage image = snapshot.state().windowImage();
               synchronized (kept) {
                 kept.add(new Kept(sequenceNr, image == null ? Long.MAX_VALUE : image.lowestSegmentSequenceNr()));
@@ -202,14 +213,49 @@ public final class SnapshotWriter {
               deleteOlderThan(sequenceNr);
             } else {
               Throwable cause = answer instanceof SaveSnapshotFailure f ? f.cause() : error;
-              log.warn("[{}] snapshot at sequence number [{}] failed (recovery replays more events until the next "
-                  + "one succeeds): {}", name, sequenceNr, String.valueOf(cause));
+              failed(snapshot, "the snapshot store refused it", cause);
             }
           } finally {
             inFlight.set(false);
             sendWaiting();
           }
         });
+  }
+
+  /**
+   * A snapshot was not stored: counted, and logged at WARN, or at ERROR from the {@value #ERROR_IN_A_ROW}th
+   * in a row (then every {@value #ERROR_IN_A_ROW}th) and at once when the state itself cannot be serialized
+   * (no snapshot can ever be stored then: every recovery replays the whole journal, and compaction,
+   * which stays below the newest snapshot, never frees anything).
+   */
+  private void failed(Snapshot snapshot, String how, Throwable cause) {
+    onFailure.run();
+    int inARow = failedInARow.incrementAndGet();
+    String unserializable = unserializable(snapshot.state());
+    if (unserializable != null && (inARow == 1 || inARow % ERROR_IN_A_ROW == 0)) {
+      log.error("[{}] snapshot at sequence number [{}] not stored ({} in a row): the partition's state cannot be "
+          + "serialized ({}). No snapshot can be stored: every recovery replays the whole journal and compaction "
+          + "frees nothing. Bind a serializer for the state's class in pekko.actor.serialization-bindings (or let "
+          + "it implement io.fencepost.JacksonSerializable); the partition goes on meanwhile", name,
+          snapshot.sequenceNr(), inARow, unserializable);
+    } else if (unserializable == null && inARow % ERROR_IN_A_ROW == 0) {
+      log.error("[{}] snapshot at sequence number [{}] not stored, {} in a row: {} ({}); recovery replays more "
+          + "events and compaction waits until one is stored; check the snapshot store's database", name,
+          snapshot.sequenceNr(), inARow, how, String.valueOf(cause));
+    } else if (unserializable == null) {
+      log.warn("[{}] snapshot at sequence number [{}] not stored: {} (recovery replays more events until the next "
+          + "one succeeds): {}", name, snapshot.sequenceNr(), how, String.valueOf(cause));
+    }
+  }
+
+  /** Why {@code state} cannot be serialized (the serializer's error, naming the class), or null when it can. */
+  private String unserializable(PartitionState<?> state) {
+    try {
+      serialization.serialize(state).get();
+      return null;
+    } catch (Exception e) {   // NotSerializableException is thrown unchecked
+      return e.toString();
+    }
   }
 
   private void deleteOlderThan(long sequenceNr) {

@@ -54,7 +54,7 @@ class SnapshotWriterSegmentsTest {
 
   private static SnapshotWriter writer(String persistenceId) {
     return new SnapshotWriter(kit.system(), "", persistenceId, "test", 10, 2,
-        LoggerFactory.getLogger(SnapshotWriterSegmentsTest.class));
+        LoggerFactory.getLogger(SnapshotWriterSegmentsTest.class), () -> { });
   }
 
   private static PartitionState<String> state() {

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.function.IntConsumer;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -178,9 +179,15 @@ public final class JournalDatabases {
    * nodes at once. Throws {@link JournalLayoutException} when a database says it is another index, of
    * another count or of another deployment, records nothing while the deployment has a history, lists
    * other databases as the deployment's, or is being moved; {@link IllegalStateException} when a
-   * database cannot be reached.
+   * database cannot be reached. A refused start undoes its own registrations of the list (and its
+   * claims) too, so nothing it wrote blocks the right list.
    */
   public void verifyIdentities() {
+    verifyIdentities(index -> { });
+  }
+
+  /** {@link #verifyIdentities()}, calling {@code beforeRegistering} with each index just before registering on it. */
+  void verifyIdentities(IntConsumer beforeRegistering) {
     List<Optional<Recorded>> found = new ArrayList<>();
     for (JournalDatabase db : databases) {
       found.add(onEach(db, "read", JournalIdentities::read));
@@ -213,7 +220,7 @@ public final class JournalDatabases {
             claimedMembers.add(mine);
           }
           if (!matches(found.get(i), i)) {
-            throw released(claimedHere, claimedMembers, "",
+            throw released(claimedHere, claimedMembers,
                 mismatch(found, "another node recorded other identities at the same time, with another list"));
           }
         }
@@ -224,14 +231,22 @@ public final class JournalDatabases {
     for (int i = 0; i < databases.size(); i++) {
       String registered = found.get(i).get().members();
       if (!registered.isEmpty() && !registered.equals(listed)) {
-        throw released(claimedHere, claimedMembers, listed, otherList(found, i));
+        throw released(claimedHere, claimedMembers, otherList(found, i));
       }
     }
+    // This call's registrations carry its token: a refusal undoes exactly those a twin did not take over.
+    String token = UUID.randomUUID().toString();
+    List<Integer> registeredHere = new ArrayList<>();
     for (int i = 0; i < databases.size(); i++) {
-      String registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed));
+      String member = found.get(i).get().member();
+      beforeRegistering.accept(i);
+      String registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed, member, token));
       if (!registered.equals(listed)) {
-        throw released(claimedHere, claimedMembers, listed, otherList(found, i));
+        JournalLayoutException refusal = otherList(found, i);
+        unregistered(registeredHere, listed, token, refusal);
+        throw released(claimedHere, claimedMembers, refusal);
       }
+      registeredHere.add(i);
     }
   }
 
@@ -240,14 +255,28 @@ public final class JournalDatabases {
         + "at the same time with another list, or one of these databases is a copy or claimed another's place)");
   }
 
+  /** Undoes this call's registrations of {@code listed} still carrying {@code token}; failures join {@code refusal}. */
+  private void unregistered(List<Integer> indexes, String listed, String token, JournalLayoutException refusal) {
+    for (int i : indexes) {
+      try {
+        onEach(databases.get(i), "release", c -> {
+          JournalIdentities.unregister(c, listed, token);
+          return null;
+        });
+      } catch (RuntimeException e) {
+        refusal.addSuppressed(e);
+      }
+    }
+  }
+
   /** Undoes this call's claims (of databases that hold no history and list no members yet); returns {@code refusal}. */
-  private JournalLayoutException released(List<Integer> indexes, List<String> members, String ownList,
+  private JournalLayoutException released(List<Integer> indexes, List<String> members,
       JournalLayoutException refusal) {
     for (int k = 0; k < indexes.size(); k++) {
       String member = members.get(k);
       try {
         onEach(databases.get(indexes.get(k)), "release", c -> {
-          JournalIdentities.release(c, member, ownList);
+          JournalIdentities.release(c, member);
           return null;
         });
       } catch (RuntimeException e) {

@@ -1,5 +1,6 @@
 package io.fencepost.jdbc;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -13,7 +14,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionId;
@@ -160,6 +163,79 @@ class JournalDatabasesTest {
     assertEquals(Optional.empty(), identity(c), "the refused list's claim of c was undone");
   }
 
+  /**
+   * Three lists of deployment [ledger] interleave: R = [d0, d1] claims both; just before R registers on
+   * d0, W = [d0, d2] (finding d0 claimed by R) claims d2 and registers on d0; just before W registers on
+   * d2, X = [d3, d2] claims d3, registers on d3 and d2, and passes. W is refused on d2, and must not leave
+   * its list registered on d0 (R's claim, which W's release keeps): R passes, and W stays refused.
+   */
+  @Test
+  void aRefusedStartLeavesNoRegistrationThatBlocksTheRightList() {
+    JournalDatabase d0 = fresh();
+    JournalDatabase d1 = fresh();
+    JournalDatabase d2 = fresh();
+    JournalDatabase d3 = fresh();
+    JournalDatabases r = JournalDatabases.of("ledger", List.of(d0, d1));
+    JournalDatabases w = JournalDatabases.of("ledger", List.of(d0, d2));
+    JournalDatabases x = JournalDatabases.of("ledger", List.of(d3, d2));
+    AtomicBoolean xPassed = new AtomicBoolean();
+    AtomicReference<String> wRefused = new AtomicReference<>();
+    JournalLayoutException rRefused = null;
+    try {
+      r.verifyIdentities(i -> {
+        if (i == 0) {
+          wRefused.set(assertThrows(JournalLayoutException.class, () -> w.verifyIdentities(j -> {
+            if (j == 1) {
+              x.verifyIdentities();
+              xPassed.set(true);
+            }
+          })).getMessage());
+        }
+      });
+    } catch (JournalLayoutException e) {
+      rRefused = e;
+    }
+    assertEquals(true, xPassed.get(), "X ran inside W's registration and passed");
+    assertEquals(true, wRefused.get() != null && wRefused.get().contains("database 1 lists other databases as the "
+        + "deployment's"), String.valueOf(wRefused.get()));
+    String rFirst = rRefused == null ? "passed" : rRefused.getMessage();
+    // R's first call passes once W undid its registration on d0; at the latest a restart of R must pass.
+    assertDoesNotThrow(() -> JournalDatabases.of("ledger", List.of(d0, d1)).verifyIdentities(),
+        "R's list is refused for good (its first call: " + rFirst + ")");
+    String rList = recorded(d0).member() + "," + recorded(d1).member();
+    assertEquals(rList, recorded(d0).members(), "R's list is registered on d0");
+    assertEquals(rList, recorded(d1).members(), "R's list is registered on d1");
+    String why = refusal(JournalDatabases.of("ledger", List.of(d0, d2)));
+    assertEquals(true, why.contains("database 0 lists other databases as the deployment's"), why);
+    JournalDatabases.of("ledger", List.of(d3, d2)).verifyIdentities();
+    String xList = recorded(d3).member() + "," + recorded(d2).member();
+    assertEquals(xList, recorded(d2).members(), "X's list is registered on d2");
+  }
+
+  /**
+   * A refused call undoes only a registration that still carries its token: a twin with the same list
+   * that registered after it (and passed) keeps its registration.
+   */
+  @Test
+  void aRefusedCallDoesNotUndoATwinsRegistrationOfTheSameList() throws SQLException {
+    JournalDatabase db = fresh();
+    try (Connection c = db.connect()) {
+      JournalIdentities.claim(c, new JournalIdentity("ledger", 0, 2), "m0");
+      String list = "m0,m1";
+      assertEquals(list, JournalIdentities.register(c, list, "m0", "token-a"));
+      assertEquals(list, JournalIdentities.register(c, list, "m0", "token-b"), "the twin's same list passes");
+      JournalIdentities.unregister(c, list, "token-a");
+      assertEquals(list, JournalIdentities.read(c).orElseThrow().members(), "the refused call removed the twin's");
+      assertEquals(list, JournalIdentities.register(c, "m0,m9", "m0", "token-c"), "another list is refused");
+      JournalIdentities.unregister(c, "m0,m9", "token-c");
+      assertEquals(list, JournalIdentities.read(c).orElseThrow().members());
+      JournalIdentities.unregister(c, list, "token-b");
+      assertEquals("", JournalIdentities.read(c).orElseThrow().members(), "the twin's own undo removes it");
+      assertEquals("", JournalIdentities.register(c, "m9,m1", "m9", "token-d"),
+          "a list computed from another member id registers nothing");
+    }
+  }
+
   @Test
   void eachDatabaseRepeatsItsIdentityInItsJournal() throws SQLException {
     JournalDatabase a = fresh();
@@ -201,6 +277,14 @@ class JournalDatabasesTest {
   private static Optional<JournalIdentity> identity(JournalDatabase db) {
     try (Connection c = db.connect()) {
       return JournalIdentities.read(c).map(JournalIdentities.Recorded::identity);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static JournalIdentities.Recorded recorded(JournalDatabase db) {
+    try (Connection c = db.connect()) {
+      return JournalIdentities.read(c).orElseThrow();
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Set;
 
 import io.fencepost.PartitionId;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 
 /** The headers a dead-letter record carries, next to the original record's own headers. */
@@ -26,10 +27,18 @@ public final class DeadLetterHeaders {
    * original topic, partition and offset while that topic retains it.
    */
   public static final String VALUE_OMITTED = "fencepost.value-omitted-bytes";
+  /**
+   * Set, to the original key's size in bytes, on a dead letter whose key or headers alone were larger
+   * than the dead-letter topic or producer accepts: it carries no key, no value and none of the
+   * record's own headers (their total size in {@link #HEADERS_OMITTED}), only this class's.
+   */
+  public static final String KEY_OMITTED = "fencepost.key-omitted-bytes";
+  /** The total size in bytes (keys and values) of the record's own headers a dead letter left out. */
+  public static final String HEADERS_OMITTED = "fencepost.headers-omitted-bytes";
 
   /** Every header this class adds: a replay drops them and keeps the record's own (business keys too). */
   public static final Set<String> ALL = Set.of(TOPIC, PARTITION, OFFSET, TIMESTAMP, ERROR_CLASS,
-      ERROR_MESSAGE, ATTEMPTS, ID, PARKED, VALUE_OMITTED);
+      ERROR_MESSAGE, ATTEMPTS, ID, PARKED, VALUE_OMITTED, KEY_OMITTED, HEADERS_OMITTED);
 
   private DeadLetterHeaders() {
   }
@@ -46,6 +55,29 @@ public final class DeadLetterHeaders {
     put(headers, ATTEMPTS, Integer.toString(attempts));
     put(headers, ID, new PartitionId(id.group(), topic, partition).positionKey(offset));
     put(headers, PARKED, Boolean.toString(parked));
+  }
+
+  /**
+   * Says what a dead letter left out: its value's size, and (when not negative) its key's and its
+   * headers' sizes.
+   */
+  public static void omitted(Headers headers, int valueBytes, int keyBytes, int headerBytes) {
+    put(headers, VALUE_OMITTED, Integer.toString(valueBytes));
+    if (keyBytes >= 0) {
+      put(headers, KEY_OMITTED, Integer.toString(keyBytes));
+    }
+    if (headerBytes >= 0) {
+      put(headers, HEADERS_OMITTED, Integer.toString(headerBytes));
+    }
+  }
+
+  /** The total size in bytes of {@code headers}' keys and values. */
+  public static int size(Headers headers) {
+    int bytes = 0;
+    for (Header h : headers) {
+      bytes += h.key().getBytes(StandardCharsets.UTF_8).length + (h.value() == null ? 0 : h.value().length);
+    }
+    return bytes;
   }
 
   private static void put(Headers headers, String name, String value) {

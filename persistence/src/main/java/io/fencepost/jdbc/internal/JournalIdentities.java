@@ -19,8 +19,10 @@ import io.fencepost.annotation.InternalApi;
  * against before it starts, and an entry of persistence id {@value #JOURNAL_ID} in the journal
  * itself, which each pipeline reads back through the journal plugin it will write with (so a plugin
  * pointed at another database than the list says, or a partition count that differs from the list's,
- * is caught where it matters). Each database also has a random member id, and database 0 records the
- * member ids of all: two nodes given different databases at once cannot both pass.
+ * is caught where it matters). Each database also has a random member id, and every database of a
+ * list registers the member ids of all, with the registering call's token: two nodes given lists
+ * that share a database cannot both pass, and a refused start undoes the registrations that still
+ * carry its own token (a list it registered stays where a call with the same list registered after it).
  */
 @InternalApi
 public final class JournalIdentities {
@@ -36,7 +38,7 @@ public final class JournalIdentities {
   /** A PostgreSQL and H2 unique-key violation. */
   private static final String UNIQUE_VIOLATION = "23505";
 
-  /** What a database records: its identity, its member id, and (database 0) the member ids of all, or "". */
+  /** What a database records: its identity, its member id, and the member ids of its list, or "". */
   public record Recorded(JournalIdentity identity, String member, String members) {
 
     @Override
@@ -84,19 +86,18 @@ public final class JournalIdentities {
   }
 
   /**
-   * Undoes this node's claim ({@code member}) while no list but its own ({@code ownList}) is
-   * registered on it and the database holds no history: a start refused after claiming leaves no
-   * trace, and never removes a claim another node's list refers to.
+   * Undoes this node's claim ({@code member}) while no list is registered on it and the database holds
+   * no history: a start refused after claiming leaves no trace (it undid its own registrations first),
+   * and never removes a claim a list refers to, a twin start's with the same list included.
    */
-  public static void release(Connection c, String member, String ownList) throws SQLException {
+  public static void release(Connection c, String member) throws SQLException {
     boolean autoCommit = c.getAutoCommit();
     c.setAutoCommit(false);
     try {
       if (!holdsJournalEntries(c)) {
         try (PreparedStatement st = c.prepareStatement("DELETE FROM " + TABLE + " WHERE member = ? "
-            + "AND (members IS NULL OR members = '' OR members = ?)")) {
+            + "AND (members IS NULL OR members = '')")) {
           st.setString(1, member);
-          st.setString(2, ownList);
           if (st.executeUpdate() > 0) {
             deleteJournalEntry(c);
           }
@@ -112,29 +113,48 @@ public final class JournalIdentities {
   }
 
   /**
-   * Records {@code members} (the member ids of the whole list, in order) unless some are recorded
-   * already; returns what is recorded afterwards. Every database of a list records it, so two lists
-   * that share any database cannot both pass.
+   * Registers {@code members} (the member ids of the whole list, in order) with {@code token} on the
+   * row of member id {@code member} (the one the list was computed from) unless another list is
+   * registered; returns what is registered afterwards. Every database of a list registers it, so two
+   * lists that share any database cannot both pass. The same list already registered takes the token
+   * too: a twin start that registered it earlier and is refused later cannot {@link #unregister} it.
    */
-  public static String register(Connection c, String members) throws SQLException {
-    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = ? WHERE singleton = 0 "
-        + "AND (members IS NULL OR members = '')")) {
+  public static String register(Connection c, String members, String member, String token) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = ?, registered_by = ? "
+        + "WHERE singleton = 0 AND member = ? AND (members IS NULL OR members = '' OR members = ?)")) {
       st.setString(1, members);
+      st.setString(2, token);
+      st.setString(3, member);
+      st.setString(4, members);
       st.executeUpdate();
     }
     return readRow(c).map(Recorded::members).orElse("");
   }
 
   /**
+   * Undoes the registration of {@code members} while it still carries {@code token} (the refused
+   * call's own, not taken over since by a call with the same list); anything else stays.
+   */
+  public static void unregister(Connection c, String members, String token) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = '', registered_by = NULL "
+        + "WHERE singleton = 0 AND members = ? AND registered_by = ?")) {
+      st.setString(1, members);
+      st.setString(2, token);
+      st.executeUpdate();
+    }
+  }
+
+  /**
    * Records {@code identity}, {@code member} and {@code members} in place of whatever the database
    * records, with its journal entry, in the caller's transaction (a move of histories; the table
-   * exists: H2 commits the open transaction on DDL).
+   * exists: H2 commits the open transaction on DDL). No call's registration token survives it.
    */
   public static void replace(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
     // In place when there is a row: on H2 the journal fence's writers wait on that row's lock, and must
     // find it (with the new place) when the move commits.
     try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET deployment = ?, database_index = ?, "
-        + "database_count = ?, moving = ?, member = ?, members = ?, claimed_at = ? WHERE singleton = 0")) {
+        + "database_count = ?, moving = ?, member = ?, members = ?, registered_by = NULL, claimed_at = ? "
+        + "WHERE singleton = 0")) {
       st.setString(1, identity.deployment());
       st.setInt(2, identity.index());
       st.setInt(3, identity.count());
@@ -219,7 +239,7 @@ public final class JournalIdentities {
     SqlScripts.createTable(c, TABLE, "CREATE TABLE IF NOT EXISTS " + TABLE + " (singleton INT NOT NULL PRIMARY KEY "
         + "CHECK (singleton = 0), deployment VARCHAR(" + MAX_DEPLOYMENT_LENGTH + ") NOT NULL, database_index INT NOT "
         + "NULL, database_count INT NOT NULL, moving INT NOT NULL, member VARCHAR(36) NOT NULL, members VARCHAR(4000), "
-        + "claimed_at VARCHAR(64) NOT NULL)");
+        + "registered_by VARCHAR(36), claimed_at VARCHAR(64) NOT NULL)");
   }
 
   private static Optional<Recorded> readRow(Connection c) throws SQLException {
