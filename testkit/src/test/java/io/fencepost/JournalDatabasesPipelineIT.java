@@ -126,6 +126,30 @@ class JournalDatabasesPipelineIT {
         + "database 0 of 1 (partition-actor.journal-databases) says it is database 0 of 2 of deployment [place].", topic);
   }
 
+  /**
+   * Each database's identity is read through its journal plugin; a layer that points another plugin
+   * of that database (snapshots, the relay's read journal or durable state) at another database's
+   * pool is refused too, naming the plugin and both databases.
+   */
+  @Test
+  void aPipelineWhosePluginsOfOneDatabaseReachDifferentDatabasesRefusesToStart() throws Exception {
+    JournalDatabase a = fresh("mixed-a");
+    JournalDatabase b = fresh("mixed-b");
+    JournalDatabases dbs = JournalDatabases.of("mixed", List.of(a, b));
+    String topic = KafkaBroker.uniqueName("mixed");
+    broker.createTopic(topic, 2);
+    Config snapshots = ConfigFactory.parseString("fencepost-snapshot-store-1.use-shared-db = \"fencepost-db-0\"")
+        .withFallback(dbs.pekkoConfig());
+    assertRefused(snapshots, "[spread] refused to start: the plugins of journal database 1 of 2 reach different "
+        + "databases: the snapshot plugin [fencepost-snapshot-store-1] reaches " + a.jdbcUrl() + ", while "
+        + "[fencepost-journal-1] reaches " + b.jdbcUrl() + ".", topic);
+    Config relay = ConfigFactory.parseString("fencepost-durable-state-store-0.use-shared-db = \"fencepost-db-1\"\n"
+        + "fencepost.pipeline.outbox.enabled = on").withFallback(dbs.pekkoConfig());
+    assertRefused(relay, "[spread] refused to start: the plugins of journal database 0 of 2 reach different "
+        + "databases: the outbox durable-state plugin [fencepost-durable-state-store-0] reaches " + b.jdbcUrl()
+        + ", while [fencepost-journal-0] reaches " + a.jdbcUrl() + ".", topic);
+  }
+
   private static void assertRefused(Config journal, String expectedStart, String topic) throws Exception {
     ActorSystem<Void> system = node("refused", journal);
     try {

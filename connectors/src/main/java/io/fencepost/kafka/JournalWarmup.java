@@ -14,6 +14,7 @@ import java.util.function.IntFunction;
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.errors.JournalLayoutException;
+import io.fencepost.kafka.internal.JournalPlugins;
 
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -86,6 +87,7 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
         Optional<JournalIdentity> id = recoveries.get(i).get(Math.max(0, deadline - System.nanoTime()),
             TimeUnit.NANOSECONDS);
         checkIdentity(settings, i, journal, id, recoveries.get(0).getNow(Optional.empty()));
+        checkPlugins(system.settings().config(), settings, i, journal);
       } catch (TimeoutException e) {
         throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] did not answer a "
             + "recovery within " + timeout + " (ask-timeout): check that its database is reachable and its schema "
@@ -130,6 +132,27 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
         + "JournalDatabases.pekkoConfig() over the deployment's databases in order, and let no other layer "
         + "(application.conf, -D, the pipeline's own partition-actor block) change journal-databases or the plugin "
         + "ids; nothing was consumed");
+  }
+
+  /**
+   * Refuses a snapshot, read-journal or durable-state plugin of database {@code index} that reaches
+   * another database than its journal plugin (whose identity was just read through it).
+   */
+  static void checkPlugins(com.typesafe.config.Config config, PipelineSettings settings, int index, String journal) {
+    PartitionActorSettings actor = settings.partitionActor();
+    List<String> others = new ArrayList<>(List.of(orDefault(actor.snapshotPluginId(index), config
+        .getString("pekko.persistence.snapshot-store.plugin"))));
+    List<String> what = new ArrayList<>(List.of("snapshot"));
+    if (settings.outbox().enabled()) {
+      OutboxSettings outbox = settings.outbox().placed(index);
+      others.addAll(List.of(outbox.readJournalPluginId(), outbox.durableStatePluginId()));
+      what.addAll(List.of("outbox read-journal", "outbox durable-state"));
+    }
+    JournalPlugins.refuseMixed(config, settings.name(), index, actor.journalDatabases(), journal, others, what);
+  }
+
+  private static String orDefault(String id, String byDefault) {
+    return id.isEmpty() ? byDefault : id;
   }
 
   /** The journal plugins' ids the partition actors use, one per journal database. */

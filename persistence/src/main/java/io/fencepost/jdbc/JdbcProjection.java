@@ -22,6 +22,7 @@ import io.fencepost.PartitionId;
 import io.fencepost.Readiness;
 import io.fencepost.jdbc.internal.JournalFence;
 import io.fencepost.jdbc.internal.JournalIds;
+import io.fencepost.jdbc.internal.PluginChecks;
 import io.fencepost.jdbc.internal.ProjectionFailures;
 import io.fencepost.jdbc.internal.ProjectionTables;
 import io.fencepost.jdbc.internal.SqlScripts;
@@ -128,6 +129,9 @@ public final class JdbcProjection implements AutoCloseable {
     this.db = Objects.requireNonNull(db, "db");
     this.sources = sources;
     this.handler = Objects.requireNonNull(handler, "handler");
+    db.requirePlaced(system, "projection [" + name + "]");
+    PluginChecks.requireOn(system.settings().config(), "projection [" + name + "]", db.jdbcUrl(),
+        List.of(db.readJournalPluginId()), List.of("read-journal"));
     this.failures = new ProjectionFailures(name, DEFAULT_ERROR_AFTER);
   }
 

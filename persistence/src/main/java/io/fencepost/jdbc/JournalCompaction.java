@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.fencepost.AppliedBatch;
 import io.fencepost.OutboxRecord;
+import io.fencepost.jdbc.internal.PluginChecks;
 import io.fencepost.jdbc.internal.SqlScripts;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
@@ -79,6 +80,10 @@ public final class JournalCompaction {
    */
   public static Result compact(ActorSystem<?> system, JournalDatabase db, String persistenceId,
       String durableStatePluginId, String readJournalPluginId) {
+    String who = "compaction of [" + persistenceId + "]";
+    db.requirePlaced(system, who);
+    PluginChecks.requireOn(system.settings().config(), who, db.jdbcUrl(), List.of(durableStatePluginId,
+        readJournalPluginId), List.of("durable-state", "read-journal"));
     try (Connection c = db.connect()) {
       long snapshot = snapshotSequenceNr(c, persistenceId);
       long upTo = snapshot;

@@ -99,6 +99,22 @@ public final class JournalDatabase {
     return index;
   }
 
+  /**
+   * Refuses this database given to {@code who} on its own ({@link #of}: index -1) while the deployment
+   * has several journal databases ({@code fencepost.partition-actor.journal-databases} of
+   * {@code system}): its plugin ids would then be pekko-persistence-jdbc's defaults, which reach none
+   * of them, or another one.
+   */
+  void requirePlaced(ActorSystem<?> system, String who) {
+    int count = system.settings().config().getInt("fencepost.partition-actor.journal-databases");
+    if (index < 0 && count > 1) {
+      throw new IllegalArgumentException(who + " was given journal database [" + jdbcUrl + "] on its own "
+          + "(JournalDatabase.of), while the deployment has " + count + " journal databases "
+          + "(fencepost.partition-actor.journal-databases): its plugins would not be that database's. Pass the "
+          + "deployment's own: JournalDatabases.databases().get(i), or databaseOf(partition)");
+    }
+  }
+
   /** The journal plugin on this database: {@code jdbc-journal} alone, {@code fencepost-journal-<index>} of several. */
   public String journalPluginId() {
     return pluginId("jdbc-journal", "fencepost-journal-");

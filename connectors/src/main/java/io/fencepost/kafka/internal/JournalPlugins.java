@@ -1,0 +1,32 @@
+package io.fencepost.kafka.internal;
+
+import java.util.List;
+
+import com.typesafe.config.Config;
+import io.fencepost.annotation.InternalApi;
+import io.fencepost.errors.JournalLayoutException;
+import io.fencepost.internal.PluginDatabases;
+
+/** INTERNAL API: the pipeline's check that each journal database's plugins reach that one database. */
+@InternalApi
+public final class JournalPlugins {
+
+  private JournalPlugins() {
+  }
+
+  /**
+   * Refuses plugins {@code others} (roles {@code what}) of journal database {@code index} of
+   * {@code count} that reach another database than its journal plugin {@code journal} (whose identity
+   * was read through it): a layer that changed one of them would put the partitions' snapshots, or
+   * their relays' reads and positions, in another database than their histories.
+   */
+  public static void refuseMixed(Config config, String pipeline, int index, int count, String journal,
+      List<String> others, List<String> what) {
+    PluginDatabases.mismatch(config, journal, others, what).ifPresent(why -> {
+      throw new JournalLayoutException("[" + pipeline + "] refused to start: the plugins of journal database " + index
+          + " of " + count + " reach different databases: " + why + ". Configure the plugins with "
+          + "JournalDatabases.pekkoConfig() (or JournalDatabase.pekkoConfig() for one database) and let no other "
+          + "layer change their use-shared-db or slick.db settings; nothing was consumed");
+    });
+  }
+}
