@@ -136,8 +136,9 @@ class JdbcProjectionIT {
   /**
    * A handler that keeps failing on one batch: the other journals are projected; that journal is
    * retried with a backoff (not every run), reported at ERROR once it has failed for errorAfter, counted
-   * in fencepost.projection.failing and named by the readiness registry (/ready); once the cause is
-   * gone it goes on by itself, every batch once, and the projection is ready again.
+   * in fencepost.projection.failing, its entries in fencepost.projection.lag, and named by the readiness
+   * registry (/ready); once the cause is gone it goes on by itself, every batch once, lag 0, and the
+   * projection is ready again.
    */
   @Test
   void aBatchThatKeepsFailingBacksOffIsReportedAndHealsOnceItsCauseIsGone() throws Exception {
@@ -171,6 +172,8 @@ class JdbcProjectionIT {
               "projection has failed on [" + stuck + "]") && e.getFormattedMessage().contains("no such merchant")));
       assertEquals(5, projection.position(stuck), "the batches before the failing one are kept");
       assertEquals(1.0, meters.get("fencepost.projection.failing").tag("projection", "stuck").gauge().value());
+      Await.until("the lag gauge shows the stuck journal's 15 entries", Duration.ofSeconds(30),
+          () -> meters.get("fencepost.projection.lag").tag("projection", "stuck").gauge().value() == 15.0);
       List<String> notReady = Readiness.get(kit.system()).notReady();
       assertTrue(notReady.stream().anyMatch(r -> r.startsWith("projection [stuck] has failed on [" + stuck + "]")),
           "readiness names it: " + notReady);
@@ -182,6 +185,8 @@ class JdbcProjectionIT {
       assertEquals(EXPECTED, balances("balances_stuck"));
       assertEquals(600, payments("balances_stuck"), "every batch once");
       assertEquals(0.0, meters.get("fencepost.projection.failing").tag("projection", "stuck").gauge().value());
+      Await.until("the lag gauge back at 0", Duration.ofSeconds(30),
+          () -> meters.get("fencepost.projection.lag").tag("projection", "stuck").gauge().value() == 0.0);
       assertTrue(Readiness.get(kit.system()).notReady().stream().noneMatch(r -> r.contains("[stuck]")));
     } finally {
       projection.close();

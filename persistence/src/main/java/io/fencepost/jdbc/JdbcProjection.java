@@ -82,6 +82,7 @@ public final class JdbcProjection implements AutoCloseable {
   public static final Duration DEFAULT_ERROR_AFTER = Duration.ofSeconds(30);
   /** Journals are looked for at most this often while runs follow each other without a pause. */
   private static final long DISCOVER_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
+  private static final long LAG_EVERY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final ActorSystem<?> system;
   private final String name;
@@ -114,6 +115,7 @@ public final class JdbcProjection implements AutoCloseable {
   private volatile boolean behind;
   /** The last catchUp found the journal's advisory lock held by another instance and did nothing. */
   private boolean skippedByLock;
+  private long lagMeasuredNanos;
   private volatile boolean closed;
   /** The projection's own connection (runs are serial), opened on first use and after a failure. */
   private volatile Connection connection;
@@ -327,10 +329,41 @@ public final class JdbcProjection implements AutoCloseable {
       }
     }
     behind = full;
+    if (paced && !closed) {
+      measureLag();
+    }
     if (first != null) {
       throw first;
     }
     return applied;
+  }
+
+  /**
+   * At most once a second: the journal entries of the journals this projection registered that it has
+   * yet to apply ({@code fencepost.projection.lag}). A failure to measure keeps the last value.
+   */
+  private void measureLag() {
+    long now = System.nanoTime();
+    if (now - lagMeasuredNanos < LAG_EVERY_NANOS) {
+      return;
+    }
+    lagMeasuredNanos = now;
+    try {
+      Connection c = connection();
+      try (PreparedStatement st = c.prepareStatement("SELECT COALESCE(SUM(GREATEST(0, (SELECT MAX(j.sequence_number) "
+          + "FROM event_journal j WHERE j.persistence_id = o.persistence_id) - o.seq)), 0) "
+          + "FROM fencepost_projection_offsets o WHERE o.projection = ?")) {
+        st.setString(1, name);
+        try (ResultSet rs = st.executeQuery()) {
+          rs.next();
+          failures.lag(rs.getLong(1));
+        }
+      } finally {
+        c.rollback();
+      }
+    } catch (SQLException e) {
+      log.debug("[{}] measuring the projection's lag failed: {}", name, e.toString());
+    }
   }
 
   /** Runs {@link #runOnce()} every {@code interval} on a thread of its own until {@link #close()}. */

@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 import io.fencepost.annotation.InternalApi;
 import io.micrometer.core.instrument.Counter;
@@ -20,8 +21,10 @@ import org.slf4j.LoggerFactory;
  * journals), each retried after a backoff (0.5 s doubling to 30 s) instead of every run; WARN at the
  * first failure, ERROR once it has failed for {@code errorAfter} (then once a minute while it lasts),
  * INFO when it passes again. Meters, tagged {@code projection}: {@code fencepost.projection.failures}
- * (failed attempts) and {@code fencepost.projection.failing} (what every started instance of the
- * projection in the registry has failed on for {@code errorAfter} or longer).
+ * (failed attempts), {@code fencepost.projection.failing} (what every started instance of the
+ * projection in the registry has failed on for {@code errorAfter} or longer) and
+ * {@code fencepost.projection.lag} (journal entries its instances have yet to apply, the largest
+ * any instance measured last).
  */
 @InternalApi
 public final class ProjectionFailures implements AutoCloseable {
@@ -54,6 +57,8 @@ public final class ProjectionFailures implements AutoCloseable {
   private final String projection;
   private volatile long errorAfterNanos;
   private final Map<String, Streak> failing = new ConcurrentHashMap<>();
+  /** Journal entries not yet applied, as last measured; -1 before the first measure. */
+  private final AtomicLong lag = new AtomicLong(-1);
   private volatile Counter failures;
   private volatile MeterRegistry registry;
 
@@ -79,6 +84,18 @@ public final class ProjectionFailures implements AutoCloseable {
     Gauge.builder("fencepost.projection.failing", instances, ProjectionFailures::longFailing)
         .description("what a JDBC projection has failed on for its error-after or longer (journals, its database)")
         .tag("projection", projection).strongReference(true).register(meters);
+    Gauge.builder("fencepost.projection.lag", instances, ProjectionFailures::largestLag)
+        .description("journal entries a JDBC projection has yet to apply (over its journals; measured each second)")
+        .tag("projection", projection).strongReference(true).register(meters);
+  }
+
+  /** The projection measured {@code entries} journal entries it has yet to apply. */
+  public void lag(long entries) {
+    lag.set(entries);
+  }
+
+  private static double largestLag(Set<ProjectionFailures> instances) {
+    return instances.stream().mapToLong(f -> f.lag.get()).max().orElse(-1);
   }
 
   /** The projection closed: it counts no longer, and its failures are forgotten. */
