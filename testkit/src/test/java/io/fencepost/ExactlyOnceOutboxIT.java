@@ -261,7 +261,10 @@ class ExactlyOnceOutboxIT {
     String group = KafkaBroker.uniqueName("shared-group");
     broker.createTopic(in, 1);
     broker.createTopic(out, 1);
-    broker.createTopic(positions, 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
+    broker.createTopic(positions, 25, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
+    // The position partition of the relay's key (Kafka's default partitioner over the first 25).
+    int shared = org.apache.kafka.common.utils.Utils.toPositive(org.apache.kafka.common.utils.Utils.murmur2(
+        new PartitionId(group, in, 0).persistenceId().getBytes(StandardCharsets.UTF_8))) % 25;
     KafkaProducer<byte[], byte[]> other = null;
     try {
       for (int run = 0; run < 2; run++) {
@@ -273,11 +276,11 @@ class ExactlyOnceOutboxIT {
           KafkaPipelineIT.produceTo(broker, in, 1, 200, "run" + run + "a-");
           Await.until("the first records committed", Duration.ofMinutes(2), () -> committed(out).size() == 200 + 400 * r);
           if (run == 0) {
-            // Another relay's transaction opens on the position topic's one partition and stays open (20 s).
+            // Another relay's transaction opens on the relay's position partition and stays open (20 s).
             other = transactional("fencepost-outbox|other-group|other|0", Duration.ofSeconds(20));
             other.initTransactions();
             other.beginTransaction();
-            other.send(new ProducerRecord<>(positions, 0, "fencepost|other-group|other|0".getBytes(StandardCharsets.UTF_8),
+            other.send(new ProducerRecord<>(positions, shared, "fencepost|other-group|other|0".getBytes(StandardCharsets.UTF_8),
                 "7".getBytes(StandardCharsets.UTF_8))).get(30, TimeUnit.SECONDS);
           }
           KafkaPipelineIT.produceTo(broker, in, 1, 200, "run" + run + "b-");
@@ -332,6 +335,27 @@ class ExactlyOnceOutboxIT {
           settings(system, "eos-delete", in, KafkaBroker.uniqueName("g"), positions)).start());
       assertEquals("fencepost.pipelines.eos-delete.outbox.position-topic", e.key());
       assertTrue(e.getMessage().contains("has cleanup.policy=delete"), e.getMessage());
+    } finally {
+      system.terminate();
+    }
+  }
+
+  /** Relays key their positions over 25 partitions: a position topic with fewer is refused at start, naming the fix. */
+  @Test
+  void aPositionTopicWithTooFewPartitionsIsRefusedAtStart() {
+    String in = KafkaBroker.uniqueName("eos-narrow");
+    String positions = in + "-positions";
+    broker.createTopic(in, 1);
+    broker.createTopic(positions, 3, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
+    ActorSystem<Void> system = KafkaPipelineIT.node("eos-narrow", postgres);
+    try {
+      SettingsException e = assertThrows(SettingsException.class, () -> KafkaPipeline.create(system,
+          KafkaPipelineIT.Forwarder::new, new KafkaPipelineIT.PaymentDeserializer(),
+          settings(system, "eos-narrow", in, KafkaBroker.uniqueName("g"), positions)).start());
+      assertEquals("fencepost.pipelines.eos-narrow.outbox.position-topic", e.key());
+      assertTrue(e.getMessage().contains("has 3 partition(s): it needs at least 25"), e.getMessage());
+      assertTrue(e.getMessage().contains("kafka-topics --alter --topic " + positions + " --partitions 25"),
+          e.getMessage());
     } finally {
       system.terminate();
     }

@@ -148,6 +148,14 @@ class JournalDatabasesPipelineIT {
     assertRefused(relay, "[spread] refused to start: the plugins of journal database 0 of 2 reach different "
         + "databases: the outbox durable-state plugin [fencepost-durable-state-store-0] reaches " + b.jdbcUrl()
         + ", while [fencepost-journal-0] reaches " + a.jdbcUrl() + ".", topic);
+    // One database: the relay's durable-state plugin is pekko.persistence.state.plugin's unless set.
+    JournalDatabase single = fresh("mixed-single");
+    Config defaultState = ConfigFactory.parseString("jdbc-durable-state-store.use-shared-db = \"elsewhere\"\n"
+        + "pekko-persistence-jdbc.shared-databases.elsewhere.db.url = \"" + b.jdbcUrl() + "\"\n"
+        + "fencepost.pipeline.outbox.enabled = on").withFallback(single.pekkoConfig());
+    assertRefused(defaultState, "[spread] refused to start: the plugins of journal database 0 of 1 reach different "
+        + "databases: the outbox durable-state plugin [jdbc-durable-state-store] reaches " + b.jdbcUrl()
+        + ", while [jdbc-journal] reaches " + single.jdbcUrl() + ".", topic);
   }
 
   private static void assertRefused(Config journal, String expectedStart, String topic) throws Exception {

@@ -223,7 +223,8 @@ final class DeadLetterPublisher {
         + "topic retains it. Raise max.message.bytes of [{}] and, if set, max.request.size in "
         + "fencepost.pipelines.{}.dead-letter.producer-kafka-clients", id.shortName(), d.offset(), length(r.value()),
         length(r.key()), DeadLetterHeaders.size(r.headers()), dlt, failure.getMessage(),
-        omit == Omit.VALUE ? "value" : "value, key and headers", DeadLetterHeaders.VALUE_OMITTED, dlt, settings.name()));
+        omit == Omit.VALUE ? "value" : "value, key and headers (dlq replay --key does not find it)",
+        DeadLetterHeaders.VALUE_OMITTED, dlt, settings.name()));
   }
 
   private static int length(byte[] bytes) {

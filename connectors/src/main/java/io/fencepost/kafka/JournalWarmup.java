@@ -145,7 +145,8 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
     List<String> what = new ArrayList<>(List.of("snapshot"));
     if (settings.outbox().enabled()) {
       OutboxSettings outbox = settings.outbox().placed(index);
-      others.addAll(List.of(outbox.readJournalPluginId(), outbox.durableStatePluginId()));
+      others.addAll(List.of(outbox.readJournalPluginId(), orDefault(outbox.durableStatePluginId(),
+          config.getString("pekko.persistence.state.plugin"))));
       what.addAll(List.of("outbox read-journal", "outbox durable-state"));
     }
     JournalPlugins.refuseMixed(config, settings.name(), index, actor.journalDatabases(), journal, others, what);

@@ -260,14 +260,17 @@ final class RelayTransactions {
   }
 
   private ProducerRecord<byte[], byte[]> positionRecord(Producer<byte[], byte[]> producer, long upTo) {
-    int partitions = producer.partitionsFor(settings.positionTopic()).size();
-    return new ProducerRecord<>(settings.positionTopic(), positionPartition(positionKey, partitions), positionKey,
+    return new ProducerRecord<>(settings.positionTopic(), positionPartition(positionKey), positionKey,
         Long.toString(upTo).getBytes(StandardCharsets.UTF_8));
   }
 
-  /** The partition of the position topic that holds a key: the one Kafka's default partitioner picks. */
-  static int positionPartition(byte[] key, int partitions) {
-    return Utils.toPositive(Utils.murmur2(key)) % partitions;
+  /**
+   * The partition of the position topic that holds a key: the one Kafka's default partitioner picks
+   * over the first {@value TransactionChecks#POSITION_TOPIC_PARTITIONS}, whatever the topic's count
+   * (at least that many, checked at start): partitions added later move no relay's position.
+   */
+  static int positionPartition(byte[] key) {
+    return Utils.toPositive(Utils.murmur2(key)) % TransactionChecks.POSITION_TOPIC_PARTITIONS;
   }
 
   /**
@@ -277,8 +280,7 @@ final class RelayTransactions {
    * then); -1 when none was committed.
    */
   private long readCommittedPosition(Producer<byte[], byte[]> started) {
-    int partitions = started.partitionsFor(settings.positionTopic()).size();
-    TopicPartition tp = new TopicPartition(settings.positionTopic(), positionPartition(positionKey, partitions));
+    TopicPartition tp = new TopicPartition(settings.positionTopic(), positionPartition(positionKey));
     long deadline = System.nanoTime() + readTimeout.toNanos();
     // To the end of the log, not its last stable offset: another relay's transaction open on this
     // partition (one that shares it, or a dead one until its next relay starts) holds the stable offset

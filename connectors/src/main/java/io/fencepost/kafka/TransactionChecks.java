@@ -27,7 +27,10 @@ import org.slf4j.LoggerFactory;
 final class TransactionChecks {
 
   private static final Logger log = LoggerFactory.getLogger(TransactionChecks.class);
-  /** Partitions of a position topic the pipeline creates (as Kafka Connect's offsets topic). */
+  /**
+   * Partitions of a position topic the pipeline creates (as Kafka Connect's offsets topic), and the
+   * fewest a position topic may have: relays key their positions over this many.
+   */
   static final int POSITION_TOPIC_PARTITIONS = 25;
 
   private final PipelineSettings settings;
@@ -95,6 +98,14 @@ final class TransactionChecks {
             + "expire, and a relay would then publish again what it published. Set cleanup.policy=compact on it "
             + "(kafka-configs --alter --entity-type topics --entity-name " + topic + " --add-config "
             + "cleanup.policy=compact) or name another topic");
+      }
+      int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic)
+          .partitions().size();
+      if (partitions < POSITION_TOPIC_PARTITIONS) {
+        throw new SettingsException(key, topic, "has " + partitions + " partition(s): it needs at least "
+            + POSITION_TOPIC_PARTITIONS + ", since each relay keeps its position in the partition its key hashes to "
+            + "over " + POSITION_TOPIC_PARTITIONS + ". Add partitions (kafka-topics --alter --topic " + topic
+            + " --partitions " + POSITION_TOPIC_PARTITIONS + ") or name another topic");
       }
       return;
     } catch (ExecutionException e) {

@@ -18,8 +18,6 @@ import org.apache.pekko.persistence.SaveSnapshotSuccess;
 import org.apache.pekko.persistence.SnapshotMetadata;
 import org.apache.pekko.persistence.SnapshotProtocol;
 import org.apache.pekko.persistence.SnapshotSelectionCriteria;
-import org.apache.pekko.serialization.Serialization;
-import org.apache.pekko.serialization.SerializationExtension;
 import org.slf4j.Logger;
 
 /**
@@ -66,7 +64,6 @@ public final class SnapshotWriter {
   private final int keep;
   private final Logger log;
   private final Runnable onFailure;
-  private final Serialization serialization;
   /** Snapshots in a row that were not stored (segment or state), reset by one that is. */
   private final AtomicInteger failedInARow = new AtomicInteger();
   private final AtomicBoolean inFlight = new AtomicBoolean();
@@ -93,7 +90,6 @@ public final class SnapshotWriter {
     this.keep = keep;
     this.log = log;
     this.onFailure = onFailure;
-    this.serialization = SerializationExtension.get(system.classicSystem());
   }
 
   /** How this incarnation's snapshots cut the key window. */
@@ -231,7 +227,7 @@ public final class SnapshotWriter {
   private void failed(Snapshot snapshot, String how, Throwable cause) {
     onFailure.run();
     int inARow = failedInARow.incrementAndGet();
-    String unserializable = unserializable(snapshot.state());
+    String unserializable = unserializable(cause);
     if (unserializable != null && (inARow == 1 || inARow % ERROR_IN_A_ROW == 0)) {
       log.error("[{}] snapshot at sequence number [{}] not stored ({} in a row): the partition's state cannot be "
           + "serialized ({}). No snapshot can be stored: every recovery replays the whole journal and compaction "
@@ -248,14 +244,18 @@ public final class SnapshotWriter {
     }
   }
 
-  /** Why {@code state} cannot be serialized (the serializer's error, naming the class), or null when it can. */
-  private String unserializable(PartitionState<?> state) {
-    try {
-      serialization.serialize(state).get();
-      return null;
-    } catch (Exception e) {   // NotSerializableException is thrown unchecked
-      return e.toString();
+  /**
+   * The serializer's refusal in {@code cause}'s chain (naming the class it cannot serialize), or null
+   * when the store failed for another reason. Read from the failure, never by serializing the state
+   * again: that may run on the scheduler's thread, for every partition at once in an outage.
+   */
+  private static String unserializable(Throwable cause) {
+    for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof java.io.ObjectStreamException) {   // NotSerializableException, InvalidClassException
+        return t.toString();
+      }
     }
+    return null;
   }
 
   private void deleteOlderThan(long sequenceNr) {

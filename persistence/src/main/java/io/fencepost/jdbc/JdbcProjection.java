@@ -134,7 +134,7 @@ public final class JdbcProjection implements AutoCloseable {
     db.requirePlaced(system, "projection [" + name + "]");
     PluginChecks.requireOn(system.settings().config(), "projection [" + name + "]", db.jdbcUrl(),
         List.of(db.readJournalPluginId()), List.of("read-journal"));
-    this.failures = new ProjectionFailures(name, DEFAULT_ERROR_AFTER);
+    this.failures = new ProjectionFailures(name, db.jdbcUrl(), DEFAULT_ERROR_AFTER);
   }
 
   /**

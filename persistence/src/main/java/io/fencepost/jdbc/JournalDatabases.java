@@ -213,7 +213,15 @@ public final class JournalDatabases {
         if (found.get(i).isEmpty()) {
           JournalIdentity wanted = expected(i);
           String mine = UUID.randomUUID().toString();
-          Recorded now = onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted, mine));
+          Recorded now;
+          try {
+            now = onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted, mine));
+          } catch (RuntimeException e) {   // a database away: the claims made so far are undone
+            for (Throwable t : released(claimedHere, claimedMembers, new JournalLayoutException("undo")).getSuppressed()) {
+              e.addSuppressed(t);
+            }
+            throw e;
+          }
           found.set(i, Optional.of(now));
           if (now.member().equals(mine)) {
             claimedHere.add(i);
@@ -239,8 +247,19 @@ public final class JournalDatabases {
     List<Integer> registeredHere = new ArrayList<>();
     for (int i = 0; i < databases.size(); i++) {
       String member = found.get(i).get().member();
-      beforeRegistering.accept(i);
-      String registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed, member, token));
+      String registered;
+      try {
+        beforeRegistering.accept(i);
+        registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed, member, token));
+      } catch (RuntimeException e) {   // a database away or refusing: what this call wrote must not block others
+        JournalLayoutException undo = new JournalLayoutException("undo");
+        unregistered(registeredHere, listed, token, undo);
+        released(claimedHere, claimedMembers, undo);
+        for (Throwable t : undo.getSuppressed()) {
+          e.addSuppressed(t);
+        }
+        throw e;
+      }
       if (!registered.equals(listed)) {
         JournalLayoutException refusal = otherList(found, i);
         unregistered(registeredHere, listed, token, refusal);

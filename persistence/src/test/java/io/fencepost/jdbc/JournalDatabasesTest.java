@@ -274,6 +274,26 @@ class JournalDatabasesTest {
             .getMessage());
   }
 
+  /**
+   * A start that fails part-way (a database away while it registers) undoes what it wrote, as a
+   * refused one does: its registration and claims do not block the right list afterwards.
+   */
+  @Test
+  void aStartThatFailsPartWayLeavesNothingThatBlocksTheRightList() {
+    JournalDatabase d0 = fresh();
+    JournalDatabase d1 = fresh();
+    JournalDatabase x = fresh();
+    IllegalStateException away = assertThrows(IllegalStateException.class,
+        () -> JournalDatabases.of("ledger", List.of(d0, x)).verifyIdentities(i -> {
+          if (i == 1) {
+            throw new IllegalStateException("cannot record the journal identity of [x]: connection refused");
+          }
+        }));
+    assertEquals("cannot record the journal identity of [x]: connection refused", away.getMessage());
+    assertEquals(Optional.empty(), identity(d0), "its claim of d0 undone");
+    JournalDatabases.of("ledger", List.of(d0, d1)).verifyIdentities();
+  }
+
   private static Optional<JournalIdentity> identity(JournalDatabase db) {
     try (Connection c = db.connect()) {
       return JournalIdentities.read(c).map(JournalIdentities.Recorded::identity);

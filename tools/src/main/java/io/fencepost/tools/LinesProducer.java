@@ -10,9 +10,11 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Random;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 
@@ -122,15 +124,16 @@ final class LinesProducer {
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
     Random random = new Random(seed);
     AtomicReference<Exception> failure = new AtomicReference<>();
+    Map<Integer, Long> lastOffsets = new ConcurrentSkipListMap<>();
     long duplicates = 0;
     long start = System.nanoTime();
     try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(),
         new StringSerializer())) {
       for (int i = 0; i < lines.size(); i++) {
         ProducerRecord<String, String> record = new ProducerRecord<>(topic, keys.get(i), lines.get(i).text());
-        producer.send(record, (md, e) -> failure.compareAndSet(null, e));
+        producer.send(record, PaymentProducer.acknowledged(failure, lastOffsets, () -> { }));
         if (random.nextDouble() < duplicateRate) {
-          producer.send(record, (md, e) -> failure.compareAndSet(null, e));   // the re-send, at a new offset
+          producer.send(record, PaymentProducer.acknowledged(failure, lastOffsets, () -> { }));   // the re-send
           duplicates++;
         }
         onEach.accept(i + 1);
@@ -144,6 +147,7 @@ final class LinesProducer {
     if (failure.get() != null) {
       throw new IllegalStateException("producing to " + topic + " failed: " + failure.get(), failure.get());
     }
-    return new PaymentProducer.Summary(lines.size(), duplicates, (System.nanoTime() - start) / 1e9);
+    return new PaymentProducer.Summary(lines.size(), duplicates, (System.nanoTime() - start) / 1e9,
+        Map.copyOf(lastOffsets));
   }
 }

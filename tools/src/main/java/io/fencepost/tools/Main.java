@@ -10,7 +10,8 @@ import io.fencepost.errors.SettingsException;
 
 /**
  * The {@code fencepost} command line: {@code java -jar tools/target/fencepost.jar <command>}.
- * Each command prints its own {@code --help}; a bad flag prints one line naming it and exits 2.
+ * Each command prints its own {@code --help}; a bad flag, setting or connection prints one line naming
+ * it and exits 2 ({@code --verbose}: with the stack trace).
  */
 public final class Main {
 
@@ -44,22 +45,49 @@ public final class Main {
   }
 
   /**
-   * {@link #run}, with a command's failure reported on {@code err} and exit code 1: a command that
-   * failed after starting threads (an actor system, a Kafka client) must still end the process. A
-   * refused setting or argument is one line (it names the key or input and the fix); anything else
-   * comes with its stack trace.
+   * {@link #run}, with a command's failure reported on {@code err}: exit code 2, one line naming what
+   * was refused or failed and its causes (the stack trace only with {@code --verbose}), so that exit
+   * code 1 keeps meaning what a command returns it for ({@code verify}: something missing or doubled;
+   * {@code status}: a partition unowned or halted). A command that failed after starting threads (an
+   * actor system, a Kafka client) must still end the process: {@link #main} exits.
    */
   static int runReporting(String[] args, PrintStream err) {
+    boolean verbose = Arrays.asList(args).contains(VERBOSE);
+    String[] rest = Arrays.stream(args).filter(a -> !a.equals(VERBOSE)).toArray(String[]::new);
     try {
-      return run(args);
-    } catch (SettingsException | JournalLayoutException | IllegalArgumentException e) {
-      err.println("fencepost " + args[0] + ": " + e.getMessage());
-      return 1;
+      return run(rest);
     } catch (Exception | Error e) {
-      err.println("fencepost " + (args.length > 0 ? args[0] : "") + " failed: " + e);
-      e.printStackTrace(err);
-      return 1;
+      String command = rest.length > 0 ? rest[0] : "";
+      boolean refused = e instanceof SettingsException || e instanceof JournalLayoutException
+          || e instanceof IllegalArgumentException;
+      err.println("fencepost " + command + (refused ? ": " : " failed: ") + oneLine(e)
+          + (verbose ? "" : " (--verbose prints the stack trace)"));
+      if (verbose) {
+        e.printStackTrace(err);
+      }
+      return 2;
     }
+  }
+
+  /** The flag that prints a failure's stack trace; any command takes it. */
+  static final String VERBOSE = "--verbose";
+
+  /**
+   * A failure and its causes on one line: each cause's message unless the one before already says it
+   * (wrappers often repeat their cause's), the exception's class where a message is missing.
+   */
+  static String oneLine(Throwable e) {
+    StringBuilder line = new StringBuilder();
+    String previous = "";
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      String message = t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getName()
+          : t.getMessage().lines().findFirst().orElse("");
+      if (!previous.contains(message)) {
+        line.append(line.length() == 0 ? "" : ": ").append(message);
+        previous = message;
+      }
+    }
+    return line.toString();
   }
 
   static int run(String[] args) throws Exception {
@@ -82,6 +110,9 @@ public final class Main {
 
   private static void printUsage() {
     System.out.println("usage: fencepost <command> [flags]   (fencepost <command> --help for its flags)");
+    System.out.println("exit codes: 0 done; 1 the check failed (verify: missing or doubled; status: a partition "
+        + "unowned or halted); 2 a flag, setting, classpath or connection problem (one line; --verbose: the stack "
+        + "trace)");
     System.out.println();
     COMMANDS.forEach((name, c) -> System.out.printf("  %-10s %s%n", name, c.summary()));
   }

@@ -4,13 +4,16 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Properties;
+import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 
 import io.fencepost.examples.Payment;
 import io.fencepost.examples.PaymentJson;
+import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -26,8 +29,20 @@ import org.apache.kafka.common.serialization.StringSerializer;
  */
 final class PaymentProducer {
 
-  /** What was sent. */
-  record Summary(long payments, long duplicates, double seconds) {
+  /** What was sent, and the highest offset the broker acknowledged per partition. */
+  record Summary(long payments, long duplicates, double seconds, Map<Integer, Long> lastOffsets) {
+  }
+
+  /** A send's callback: the first failure kept, the highest acknowledged offset per partition recorded. */
+  static Callback acknowledged(AtomicReference<Exception> failure, Map<Integer, Long> lastOffsets, Runnable onAck) {
+    return (md, e) -> {
+      if (e != null) {
+        failure.compareAndSet(null, e);
+      } else {
+        lastOffsets.merge(md.partition(), md.offset(), Math::max);
+        onAck.run();
+      }
+    };
   }
 
   private final String bootstrap;
@@ -106,6 +121,7 @@ final class PaymentProducer {
     long[] merchantSeq = new long[merchants];
     PaymentJson json = new PaymentJson();
     AtomicReference<Exception> failure = new AtomicReference<>();
+    Map<Integer, Long> lastOffsets = new ConcurrentSkipListMap<>();
     long start = System.nanoTime();
     double[] cumulative = cumulativeWeights();
     try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(p, new StringSerializer(),
@@ -115,9 +131,9 @@ final class PaymentProducer {
         String merchant = "merchant-" + m;
         Payment payment = new Payment("pay-" + seed + "-" + i, merchant, 100 + random.nextInt(99_900));
         long seq = ++merchantSeq[m];
-        send(producer, json, payment, seq, failure);
+        send(producer, json, payment, seq, failure, lastOffsets);
         if (random.nextDouble() < duplicateRate) {
-          send(producer, json, payment, seq, failure);   // the re-send: same payment, new offset
+          send(producer, json, payment, seq, failure, lastOffsets);   // the re-send: same payment, new offset
           duplicates.incrementAndGet();
         }
         onEach.accept(i + 1);
@@ -128,21 +144,15 @@ final class PaymentProducer {
       }
       producer.flush();
     }
-    return new Summary(count, duplicates.get(), (System.nanoTime() - start) / 1e9);
+    return new Summary(count, duplicates.get(), (System.nanoTime() - start) / 1e9, Map.copyOf(lastOffsets));
   }
 
   private void send(KafkaProducer<String, byte[]> producer, PaymentJson json, Payment payment, long seq,
-      AtomicReference<Exception> failure) {
+      AtomicReference<Exception> failure, Map<Integer, Long> lastOffsets) {
     ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, payment.merchantId(),
         json.serialize(topic, payment));
     record.headers().add("merchant-seq", Long.toString(seq).getBytes(StandardCharsets.UTF_8));
-    producer.send(record, (md, e) -> {
-      if (e != null) {
-        failure.compareAndSet(null, e);
-      } else {
-        sent.incrementAndGet();
-      }
-    });
+    producer.send(record, acknowledged(failure, lastOffsets, sent::incrementAndGet));
   }
 
   /** Sleeps until {@code sent} records are due at {@code perSecond} since {@code start} (no wait for 0). */

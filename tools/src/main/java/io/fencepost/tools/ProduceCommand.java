@@ -23,7 +23,9 @@ final class ProduceCommand implements Main.Command {
             + "as a record value instead of payments, in order, with --dup-rate re-sends; --count, --merchants "
             + "and --skew do not apply")
         .value("key-field", "/POINTER", null, null, "with --values-file: the record key is this field of each "
-            + "line's JSON (RFC 6901, e.g. /sku); default no key");
+            + "line's JSON (RFC 6901, e.g. /sku); default no key")
+        .bool("print-offsets", "print the last offset written to each partition (a query's ?after=partition:offset "
+            + "reads its own writes with it)");
     if (!flags.parse(args)) {
       return 0;
     }
@@ -45,6 +47,7 @@ final class ProduceCommand implements Main.Command {
     System.err.println();
     System.out.printf("produced %,d payments and %,d producer duplicates in %.1f s%n", s.payments(), s.duplicates(),
         s.seconds());
+    printOffsets(flags, s);
     return 0;
   }
 
@@ -61,7 +64,17 @@ final class ProduceCommand implements Main.Command {
     System.err.println();
     System.out.printf("produced %,d records and %,d producer duplicates in %.1f s%n", s.payments(), s.duplicates(),
         s.seconds());
+    printOffsets(flags, s);
     return 0;
+  }
+
+  /** With {@code --print-offsets}: one line per partition written, {@code partition <p> last offset <o>}. */
+  private static void printOffsets(Flags flags, PaymentProducer.Summary s) {
+    if (flags.isSet("print-offsets")) {
+      s.lastOffsets().entrySet().stream().sorted(java.util.Map.Entry.comparingByKey()).forEach(e ->
+          System.out.printf("partition %d last offset %d (read your writes: ?after=%d:%d)%n", e.getKey(), e.getValue(),
+              e.getKey(), e.getValue()));
+    }
   }
 
   @Override

@@ -19,7 +19,7 @@ class MainTest {
 
   @Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
-  void aNodeRefusedForItsSettingsEndsWithExitCode1TheKeyNamedAndNoThreadLeft() throws Exception {
+  void aNodeRefusedForItsSettingsEndsWithExitCode2TheKeyNamedAndNoThreadLeft() throws Exception {
     System.setProperty("pekko.kafka.producer.kafka-clients.enable.idempotence", "false");
     ConfigFactory.invalidateCaches();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
@@ -33,8 +33,9 @@ class MainTest {
       ConfigFactory.invalidateCaches();
     }
     List<String> lines = err.toString(StandardCharsets.UTF_8).lines().toList();
-    assertEquals(1, code);
+    assertEquals(2, code, "1 means missing or doubled effects; a refused setting is 2");
     assertEquals(1, lines.size(), "one line, no stack trace: " + lines);
+    assertTrue(lines.get(0).endsWith("(--verbose prints the stack trace)"), lines.get(0));
     assertTrue(lines.get(0).startsWith("fencepost ledger: pekko.kafka.producer.kafka-clients.enable.idempotence "
         + "must be true: without idempotence a retried send is stored twice"), lines.get(0));
     // The node's actor system was terminated: a process that failed to start must be able to end.
@@ -48,5 +49,17 @@ class MainTest {
   private static long ledgerThreads() {
     return Thread.getAllStackTraces().keySet().stream()
         .filter(t -> t.isAlive() && t.getName().startsWith("fencepost-ledger")).count();
+  }
+
+  @Test
+  void aFailureWrappedInLayersIsOneLineWithEachCauseSaidOnce() {
+    Exception e = new IllegalStateException("cannot read the journal of [p-0]",
+        new java.util.concurrent.CompletionException(new java.sql.SQLException("Connection refused")));
+    assertEquals("cannot read the journal of [p-0]: java.sql.SQLException: Connection refused", Main.oneLine(e),
+        "the wrapper's message repeats its cause's: said once");
+    assertEquals("java.lang.NullPointerException", Main.oneLine(new NullPointerException()));
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    assertEquals(2, Main.runReporting(new String[] {"verify", "--verbose", "--no-such-flag"},
+        new PrintStream(err, true, StandardCharsets.UTF_8)), "a bad flag, --verbose taken by any command");
   }
 }

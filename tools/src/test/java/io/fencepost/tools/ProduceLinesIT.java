@@ -50,8 +50,18 @@ class ProduceLinesIT {
           "--topic", topic, "--values-file", bad.toString(), "--key-field", "/sku");
       assertEquals(0, records(broker, topic, 0).size(), "a refused file sends nothing");
 
-      assertEquals(0, Main.run(new String[] {"produce", "--bootstrap", broker.bootstrapServers(), "--topic", topic,
-          "--values-file", file.toString(), "--key-field", "/sku", "--dup-rate", "1"}));
+      java.io.PrintStream out = System.out;
+      java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
+      System.setOut(new java.io.PrintStream(printed, true, StandardCharsets.UTF_8));
+      try {
+        assertEquals(0, Main.run(new String[] {"produce", "--bootstrap", broker.bootstrapServers(), "--topic", topic,
+            "--values-file", file.toString(), "--key-field", "/sku", "--dup-rate", "1", "--print-offsets"}));
+      } finally {
+        System.setOut(out);
+      }
+      assertEquals("partition 0 last offset 5 (read your writes: ?after=0:5)",
+          printed.toString(StandardCharsets.UTF_8).lines().reduce((a, b) -> b).orElse(""),
+          "six records at offsets 0 to 5: " + printed);
 
       List<ConsumerRecord<String, String>> got = records(broker, topic, 6);
       List<String> seen = new ArrayList<>();

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.datatype.jdk8.Jdk8Module;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -29,7 +30,15 @@ import org.apache.kafka.common.serialization.Deserializer;
  *
  * <p>{@link #of(Class)} reads with a mapper (Java 8 types and java.time registered) that refuses
  * what would otherwise slip through as a default: a constructor property (a record's component)
- * missing or null, an {@code Optional} excepted (empty), and a primitive missing or null. Unknown properties are ignored, so producers may add fields before consumers know them.
+ * missing or null, an {@code Optional} excepted (empty), and a primitive missing or null. Unknown
+ * properties are ignored: a field a producer adds before every consumer knows it is <b>dropped</b>
+ * from what this version journals and publishes, for good.
+ *
+ * <p>{@link #strict(Class)} refuses unknown properties too: a value with a field this version does not
+ * know is dead-lettered with the field named ({@code at /channel: Unrecognized field "channel"}), and
+ * {@code fencepost dlq replay} brings it in, content intact, once every node runs the version that
+ * knows the field. Use it where a field's content matters more than the record's timeliness (money,
+ * audit); with {@link #of(Class)}, roll every consumer before a producer writes the new field.
  * {@link #of(Class, ObjectMapper)} takes the application's own mapper as it is.
  */
 public final class JsonDeserializer<T> implements Deserializer<T> {
@@ -47,6 +56,14 @@ public final class JsonDeserializer<T> implements Deserializer<T> {
   /** Reads {@code type} with Fencepost's strict default mapper (see the class comment). */
   public static <T> JsonDeserializer<T> of(Class<T> type) {
     return new JsonDeserializer<>(defaultMapper(), type);
+  }
+
+  /**
+   * Reads {@code type} with Fencepost's default mapper refusing unknown properties as well: a value
+   * with a field {@code type} does not have is refused naming the field (see the class comment).
+   */
+  public static <T> JsonDeserializer<T> strict(Class<T> type) {
+    return new JsonDeserializer<>(defaultMapper().enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES), type);
   }
 
   /** Reads {@code type} with {@code mapper}, configured as the application wants it. */
@@ -101,8 +118,11 @@ public final class JsonDeserializer<T> implements Deserializer<T> {
     }
     String message = e.getOriginalMessage();
     int cut = message.indexOf('\n');
+    String advice = e instanceof UnrecognizedPropertyException
+        ? "; this version does not know that field (strict): replay the dead letter once every node runs one that does"
+        : "";
     return "not valid JSON for " + of + where + ": "
-        + (cut < 0 ? message : message.substring(0, cut)) + location(e);
+        + (cut < 0 ? message : message.substring(0, cut)) + location(e) + advice;
   }
 
   private static String location(JsonProcessingException e) {

@@ -3,6 +3,7 @@ package io.fencepost.jdbc.internal;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -23,8 +24,8 @@ import org.slf4j.LoggerFactory;
  * INFO when it passes again. Meters, tagged {@code projection}: {@code fencepost.projection.failures}
  * (failed attempts), {@code fencepost.projection.failing} (what every started instance of the
  * projection in the registry has failed on for {@code errorAfter} or longer) and
- * {@code fencepost.projection.lag} (journal entries its instances have yet to apply, the largest
- * any instance measured last).
+ * {@code fencepost.projection.lag} (journal entries its instances have yet to apply, over every
+ * database they project from).
  */
 @InternalApi
 public final class ProjectionFailures implements AutoCloseable {
@@ -57,13 +58,16 @@ public final class ProjectionFailures implements AutoCloseable {
   private final String projection;
   private volatile long errorAfterNanos;
   private final Map<String, Streak> failing = new ConcurrentHashMap<>();
+  /** The database it projects from (instances of one name on several databases add their lags up). */
+  private final String database;
   /** Journal entries not yet applied, as last measured; -1 before the first measure. */
   private final AtomicLong lag = new AtomicLong(-1);
   private volatile Counter failures;
   private volatile MeterRegistry registry;
 
-  public ProjectionFailures(String projection, Duration errorAfter) {
+  public ProjectionFailures(String projection, String database, Duration errorAfter) {
     this.projection = projection;
+    this.database = database;
     this.errorAfterNanos = errorAfter.toNanos();
   }
 
@@ -84,7 +88,7 @@ public final class ProjectionFailures implements AutoCloseable {
     Gauge.builder("fencepost.projection.failing", instances, ProjectionFailures::longFailing)
         .description("what a JDBC projection has failed on for its error-after or longer (journals, its database)")
         .tag("projection", projection).strongReference(true).register(meters);
-    Gauge.builder("fencepost.projection.lag", instances, ProjectionFailures::largestLag)
+    Gauge.builder("fencepost.projection.lag", instances, ProjectionFailures::totalLag)
         .description("journal entries a JDBC projection has yet to apply (over its journals; measured each second)")
         .tag("projection", projection).strongReference(true).register(meters);
   }
@@ -94,8 +98,18 @@ public final class ProjectionFailures implements AutoCloseable {
     lag.set(entries);
   }
 
-  private static double largestLag(Set<ProjectionFailures> instances) {
-    return instances.stream().mapToLong(f -> f.lag.get()).max().orElse(-1);
+  /**
+   * The lag over the journals of every database the started instances project from: per database
+   * the largest an instance measured (instances of one database read the same journals), summed;
+   * -1 before any measured.
+   */
+  private static double totalLag(Set<ProjectionFailures> instances) {
+    Map<String, Long> byDatabase = new HashMap<>();
+    for (ProjectionFailures f : instances) {
+      byDatabase.merge(f.database, f.lag.get(), Math::max);
+    }
+    return byDatabase.values().stream().anyMatch(l -> l >= 0)
+        ? byDatabase.values().stream().mapToLong(l -> Math.max(0, l)).sum() : -1;
   }
 
   /** The projection closed: it counts no longer, and its failures are forgotten. */
