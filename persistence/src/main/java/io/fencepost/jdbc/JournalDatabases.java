@@ -242,18 +242,17 @@ public final class JournalDatabases {
         throw released(claimedHere, claimedMembers, otherList(found, i));
       }
     }
-    // This call's registrations carry its token: a refusal undoes exactly those a twin did not take over.
-    String token = UUID.randomUUID().toString();
+    // Each registration counts this start; a refusal takes back exactly its own (a twin's stay).
     List<Integer> registeredHere = new ArrayList<>();
     for (int i = 0; i < databases.size(); i++) {
       String member = found.get(i).get().member();
       String registered;
       try {
         beforeRegistering.accept(i);
-        registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed, member, token));
+        registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed, member));
       } catch (RuntimeException e) {   // a database away or refusing: what this call wrote must not block others
         JournalLayoutException undo = new JournalLayoutException("undo");
-        unregistered(registeredHere, listed, token, undo);
+        unregistered(registeredHere, listed, undo);
         released(claimedHere, claimedMembers, undo);
         for (Throwable t : undo.getSuppressed()) {
           e.addSuppressed(t);
@@ -262,7 +261,7 @@ public final class JournalDatabases {
       }
       if (!registered.equals(listed)) {
         JournalLayoutException refusal = otherList(found, i);
-        unregistered(registeredHere, listed, token, refusal);
+        unregistered(registeredHere, listed, refusal);
         throw released(claimedHere, claimedMembers, refusal);
       }
       registeredHere.add(i);
@@ -274,12 +273,12 @@ public final class JournalDatabases {
         + "at the same time with another list, or one of these databases is a copy or claimed another's place)");
   }
 
-  /** Undoes this call's registrations of {@code listed} still carrying {@code token}; failures join {@code refusal}. */
-  private void unregistered(List<Integer> indexes, String listed, String token, JournalLayoutException refusal) {
+  /** Takes back this call's registrations of {@code listed}; failures join {@code refusal}. */
+  private void unregistered(List<Integer> indexes, String listed, JournalLayoutException refusal) {
     for (int i : indexes) {
       try {
         onEach(databases.get(i), "release", c -> {
-          JournalIdentities.unregister(c, listed, token);
+          JournalIdentities.unregister(c, listed);
           return null;
         });
       } catch (RuntimeException e) {

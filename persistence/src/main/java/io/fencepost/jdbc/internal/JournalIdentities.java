@@ -20,9 +20,10 @@ import io.fencepost.annotation.InternalApi;
  * itself, which each pipeline reads back through the journal plugin it will write with (so a plugin
  * pointed at another database than the list says, or a partition count that differs from the list's,
  * is caught where it matters). Each database also has a random member id, and every database of a
- * list registers the member ids of all, with the registering call's token: two nodes given lists
- * that share a database cannot both pass, and a refused start undoes the registrations that still
- * carry its own token (a list it registered stays where a call with the same list registered after it).
+ * list registers the member ids of all, counting the starts that registered it: two nodes given
+ * lists that share a database cannot both pass, and a refused start takes back its own registrations
+ * (a list stays registered while any start that registered it has not taken it back: a node that
+ * passed never does).
  */
 @InternalApi
 public final class JournalIdentities {
@@ -113,17 +114,18 @@ public final class JournalIdentities {
   }
 
   /**
-   * Registers {@code members} (the member ids of the whole list, in order) with {@code token} on the
-   * row of member id {@code member} (the one the list was computed from) unless another list is
-   * registered; returns what is registered afterwards. Every database of a list registers it, so two
-   * lists that share any database cannot both pass. The same list already registered takes the token
-   * too: a twin start that registered it earlier and is refused later cannot {@link #unregister} it.
+   * Registers {@code members} (the member ids of the whole list, in order) on the row of member id
+   * {@code member} (the one the list was computed from) unless another list is registered, counting
+   * this start among its registrants; returns what is registered afterwards (this start counted
+   * exactly when that is {@code members}). Every database of a list registers it, so two lists that
+   * share any database cannot both pass.
    */
-  public static String register(Connection c, String members, String member, String token) throws SQLException {
-    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = ?, registered_by = ? "
-        + "WHERE singleton = 0 AND member = ? AND (members IS NULL OR members = '' OR members = ?)")) {
+  public static String register(Connection c, String members, String member) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET registrants = CASE WHEN members = ? "
+        + "THEN registrants + 1 ELSE 1 END, members = ? WHERE singleton = 0 AND member = ? AND (members IS NULL OR "
+        + "members = '' OR members = ?)")) {
       st.setString(1, members);
-      st.setString(2, token);
+      st.setString(2, members);
       st.setString(3, member);
       st.setString(4, members);
       st.executeUpdate();
@@ -132,14 +134,15 @@ public final class JournalIdentities {
   }
 
   /**
-   * Undoes the registration of {@code members} while it still carries {@code token} (the refused
-   * call's own, not taken over since by a call with the same list); anything else stays.
+   * Takes back one registration of {@code members} (a refused start's own): the list stays registered
+   * while another start that registered it (a twin with the same list, which may have passed) has not
+   * taken its own back, and is removed with the last.
    */
-  public static void unregister(Connection c, String members, String token) throws SQLException {
-    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = '', registered_by = NULL "
-        + "WHERE singleton = 0 AND members = ? AND registered_by = ?")) {
+  public static void unregister(Connection c, String members) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = CASE WHEN registrants <= 1 "
+        + "THEN '' ELSE members END, registrants = CASE WHEN registrants <= 1 THEN 0 ELSE registrants - 1 END "
+        + "WHERE singleton = 0 AND members = ?")) {
       st.setString(1, members);
-      st.setString(2, token);
       st.executeUpdate();
     }
   }
@@ -147,13 +150,14 @@ public final class JournalIdentities {
   /**
    * Records {@code identity}, {@code member} and {@code members} in place of whatever the database
    * records, with its journal entry, in the caller's transaction (a move of histories; the table
-   * exists: H2 commits the open transaction on DDL). No call's registration token survives it.
+   * exists: H2 commits the open transaction on DDL). A list it records counts as registered once (by
+   * the move itself, which never takes it back).
    */
   public static void replace(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
     // In place when there is a row: on H2 the journal fence's writers wait on that row's lock, and must
     // find it (with the new place) when the move commits.
     try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET deployment = ?, database_index = ?, "
-        + "database_count = ?, moving = ?, member = ?, members = ?, registered_by = NULL, claimed_at = ? "
+        + "database_count = ?, moving = ?, member = ?, members = ?, registrants = ?, claimed_at = ? "
         + "WHERE singleton = 0")) {
       st.setString(1, identity.deployment());
       st.setInt(2, identity.index());
@@ -161,7 +165,8 @@ public final class JournalIdentities {
       st.setInt(4, identity.moving() ? 1 : 0);
       st.setString(5, member);
       st.setString(6, members);
-      st.setString(7, Instant.now().toString());
+      st.setInt(7, members.isEmpty() ? 0 : 1);
+      st.setString(8, Instant.now().toString());
       if (st.executeUpdate() > 0) {
         deleteJournalEntry(c);
         insertJournalEntry(c, identity);
@@ -182,14 +187,15 @@ public final class JournalIdentities {
 
   private static void insert(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
     try (PreparedStatement st = c.prepareStatement("INSERT INTO " + TABLE + " (singleton, deployment, database_index, "
-        + "database_count, moving, member, members, claimed_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?)")) {
+        + "database_count, moving, member, members, registrants, claimed_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?)")) {
       st.setString(1, identity.deployment());
       st.setInt(2, identity.index());
       st.setInt(3, identity.count());
       st.setInt(4, identity.moving() ? 1 : 0);
       st.setString(5, member);
       st.setString(6, members);
-      st.setString(7, Instant.now().toString());
+      st.setInt(7, members.isEmpty() ? 0 : 1);
+      st.setString(8, Instant.now().toString());
       st.executeUpdate();
     }
     insertJournalEntry(c, identity);
@@ -239,7 +245,7 @@ public final class JournalIdentities {
     SqlScripts.createTable(c, TABLE, "CREATE TABLE IF NOT EXISTS " + TABLE + " (singleton INT NOT NULL PRIMARY KEY "
         + "CHECK (singleton = 0), deployment VARCHAR(" + MAX_DEPLOYMENT_LENGTH + ") NOT NULL, database_index INT NOT "
         + "NULL, database_count INT NOT NULL, moving INT NOT NULL, member VARCHAR(36) NOT NULL, members VARCHAR(4000), "
-        + "registered_by VARCHAR(36), claimed_at VARCHAR(64) NOT NULL)");
+        + "registrants INT DEFAULT 0 NOT NULL, claimed_at VARCHAR(64) NOT NULL)");
   }
 
   private static Optional<Recorded> readRow(Connection c) throws SQLException {
