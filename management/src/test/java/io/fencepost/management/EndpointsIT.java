@@ -10,6 +10,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
@@ -23,12 +24,15 @@ import com.typesafe.config.ConfigFactory;
 import io.fencepost.Effects;
 import io.fencepost.FencepostMeters;
 import io.fencepost.Inbound;
+import io.fencepost.JacksonSerializable;
 import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
+import io.fencepost.Query;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.kafka.KafkaPipeline;
 import io.fencepost.kafka.Pipeline;
 import io.fencepost.kafka.PipelineSettings;
+import io.fencepost.management.http.HttpQuery;
 import io.fencepost.embedded.ClusterNodes;
 import io.fencepost.embedded.KafkaBroker;
 import io.fencepost.embedded.Postgres;
@@ -86,6 +90,29 @@ class EndpointsIT {
     protected Long applyEvent(Long state, String event) {
       return state + 1;
     }
+
+    @Override
+    protected Object onQuery(Long state, Query<?> query) {
+      return new Applied(((CountOf) query).key(), state);
+    }
+  }
+
+  /** The records a key's partition applied. */
+  public record CountOf(String key) implements Query<Applied>, JacksonSerializable {
+  }
+
+  public record Applied(String key, long records) implements JacksonSerializable {
+  }
+
+  /** The query route's request class: {@code GET /queries/counts/<key>}; parameter bad=... is refused. */
+  public static final class CountRequests implements HttpQuery {
+    @Override
+    public Query<?> toQuery(String key, Map<String, String> parameters) {
+      if (parameters.containsKey("bad")) {
+        throw new IllegalArgumentException("bad must not be set, was [" + parameters.get("bad") + "]");
+      }
+      return new CountOf(key);
+    }
   }
 
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -99,6 +126,8 @@ class EndpointsIT {
       String group = KafkaBroker.uniqueName("ops");
       broker.createTopic(topic, 2);
       Config config = ConfigFactory.parseString("fencepost.management.port = 0\n"
+              + "fencepost.management.queries.counts { pipeline = ops, topic = \"" + topic + "\", request = \""
+              + CountRequests.class.getName() + "\" }\n"
               + "fencepost.pipelines.ops { stall-timeout = 2s, progress-interval = 0s }")
           .withFallback(ClusterNodes.node("ops", 0, List.of()))
           .withFallback(db.pekkoConfig())
@@ -139,6 +168,29 @@ class EndpointsIT {
             "jvm_classes_loaded_classes ", "process_cpu_usage ", "process_uptime_seconds ", "process_files_open_files ")) {
           assertTrue(page.contains("\n" + jvm), "Micrometer's JVM and process meters on the same page: " + jvm);
         }
+
+        // The query route: any key's partition answers over HTTP, with its position for monotonic reads.
+        int kp = org.apache.kafka.common.utils.Utils.toPositive(org.apache.kafka.common.utils.Utils.murmur2(
+            "k".getBytes(java.nio.charset.StandardCharsets.UTF_8))) % 2;
+        String position = kp == 0 ? "0:2" : "1:1";   // partition 0: a, b, poison; partition 1: c, d
+        HttpResponse<String> answer = get(base + "queries/counts/k?x=1");
+        assertEquals(200, answer.statusCode(), answer.body());
+        assertTrue(answer.body().contains("\"reply\":{\"key\":\"k\",\"records\":2}"), answer.body());
+        assertTrue(answer.body().contains("\"position\":\"" + position + "\""), answer.body());
+        assertEquals(Optional.of(position), answer.headers().firstValue("Fencepost-Position"));
+        assertEquals(200, get(base + "queries/counts/k?after=" + position).statusCode(), "its own position");
+        HttpResponse<String> ahead = get(base + "queries/counts/k?after=" + kp + ":100");
+        assertEquals(504, ahead.statusCode(), ahead.body());
+        HttpResponse<String> malformed = get(base + "queries/counts/k?after=x");
+        assertEquals(400, malformed.statusCode(), malformed.body());
+        assertTrue(malformed.body().contains("after must be <partition>:<offset> (both >= 0), was [x]"), malformed.body());
+        assertEquals(400, get(base + "queries/counts/k?after=" + (1 - kp) + ":0").statusCode(), "another partition");
+        HttpResponse<String> refused = get(base + "queries/counts/k?bad=yes");
+        assertEquals(400, refused.statusCode(), refused.body());
+        assertTrue(refused.body().contains("bad must not be set, was [yes]"), refused.body());
+        HttpResponse<String> unknown = get(base + "queries/nope/k");
+        assertEquals(404, unknown.statusCode(), unknown.body());
+        assertTrue(unknown.body().contains("no query route [nope]; configured: [counts]"), unknown.body());
 
         // Partition 0's handler blocks: the partition stalls, readiness names it, lag grows.
         Gate.release = new CountDownLatch(1);

@@ -45,7 +45,7 @@ class ArchitectureTest {
       "io.fencepost.internal", List.of("io.fencepost", "io.fencepost.errors", "io.fencepost.annotation"),
       "io.fencepost.jdbc.internal", List.of("io.fencepost.jdbc"),
       "io.fencepost.kafka.internal", List.of("io.fencepost.kafka"),
-      "io.fencepost.management.internal", List.of("io.fencepost.management"),
+      "io.fencepost.management.internal", List.of("io.fencepost.management", "io.fencepost.management.http"),
       "io.fencepost.testkit.internal", List.of("io.fencepost.testkit"),
       "io.fencepost.embedded.internal", List.of("io.fencepost.embedded"),
       "io.fencepost.reconciliation.internal", List.of("io.fencepost.reconciliation"),
