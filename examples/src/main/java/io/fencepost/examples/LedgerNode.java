@@ -71,7 +71,7 @@ public final class LedgerNode implements AutoCloseable {
   /**
    * Starts a node; with {@code management} (host and port) it also serves its operations endpoints
    * there ({@code /ready}, {@code /alive}, {@code /metrics}, {@code /cluster}, and
-   * {@code /balances/{merchant}}, answered from any node: {@link BalancesRoute}).
+   * {@code /queries/balances/{merchant}}, answered from any node: {@link BalanceRequests}).
    */
   public static LedgerNode start(String bootstrap, String topic, String group, JournalDatabase journal, String host,
       int port, List<String> seeds, Optional<String> outboxTopic,
@@ -103,9 +103,10 @@ public final class LedgerNode implements AutoCloseable {
         "pekko.remote.artery.canonical.hostname", host,
         "pekko.remote.artery.canonical.port", port,
         "pekko.cluster.seed-nodes", seedNodes.stream().map(s -> "pekko://" + SYSTEM_NAME + "@" + s).toList(),
-        // GET /balances/{merchant} on the management port (BalancesRoute), for the ledger's topic.
-        "pekko.management.http.routes.ledger-balances", BalancesRoute.class.getName(),
-        "fencepost-examples.ledger.topic", topic));
+        // GET /queries/balances/{merchant} on the management port: a query route, BalanceRequests its code.
+        "fencepost.management.queries.balances.pipeline", "ledger",
+        "fencepost.management.queries.balances.topic", topic,
+        "fencepost.management.queries.balances.request", BalanceRequests.class.getName()));
     management.ifPresent(m -> {
       given.put("fencepost.management.hostname", m.getKey());
       given.put("fencepost.management.port", m.getValue());

@@ -165,12 +165,13 @@ final class DemoCommand implements Main.Command {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);   // node-b owns partitions again by then
     for (int m = 0; System.nanoTime() < deadline; m = (m + 1) % 50) {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + management
-          + "/balances/merchant-" + m)).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+          + "/queries/balances/merchant-" + m)).timeout(Duration.ofSeconds(10)).build(),
+          HttpResponse.BodyHandlers.ofString());
       JsonNode answer = r.statusCode() == 200 ? json.readTree(r.body()) : null;
       if (answer != null && !answer.get("local").asBoolean()) {
         out.printf("balance of merchant-%d read through node-a, which does not own its partition %d: %,d cents "
             + "(answered by %s from next offset %,d)%n", m, answer.get("partition").asInt(),
-            answer.get("balanceCents").asLong(), answer.get("node").asText(), answer.get("appliedNextOffset").asLong());
+            answer.get("reply").asLong(), answer.get("node").asText(), answer.get("appliedNextOffset").asLong());
         return;
       }
       if (m == 49) {

@@ -41,7 +41,7 @@ final class LedgerCommand implements Main.Command {
             "exactly-once (each relay round a Kafka transaction with its position: read_committed consumers see "
                 + "each credit once) or at-least-once (copies after a crash, same fencepost.outbox-id)")
         .value("management-port", "n", "FENCEPOST_MANAGEMENT_PORT", null,
-            "serve /ready, /alive, /metrics (Prometheus), /cluster and /balances/{merchant} on this port; default off")
+            "serve /ready, /alive, /metrics (Prometheus), /cluster and /queries/balances/{merchant} on this port; default off")
         .value("management-host", "address", "FENCEPOST_MANAGEMENT_HOST", "127.0.0.1",
             "address the management port binds; beyond loopback only for an orchestrator's probes")
         .bool("install-schema", "create the journal tables if they are missing")

@@ -45,7 +45,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Three ledger nodes in their own processes answer {@code GET /balances/{merchant}} from any node:
+ * Three ledger nodes in their own processes answer {@code GET /queries/balances/{merchant}} from any node:
  * every balance read through a node that owns none of the merchant's partition equals what was
  * paid; a read bounded by a just-produced payment's offset includes it; while the owner of some
  * partitions is SIGKILLed, a client reading with the last offsets it saw as bounds gets answers or
@@ -107,7 +107,7 @@ class LedgerQueriesIT {
         for (int attempt = 0; attempt < 600 && answer == null; attempt++) {
           for (int m : management) {
             JsonNode a = balance(m, e.getKey(), null);
-            if (a != null && !a.get("local").asBoolean() && a.get("balanceCents").asLong() == e.getValue()) {
+            if (a != null && !a.get("local").asBoolean() && a.get("reply").asLong() == e.getValue()) {
               answer = a;
               break;
             }
@@ -144,7 +144,7 @@ class LedgerQueriesIT {
         }
       }
       assertTrue(own != null, "no node that does not own " + merchant + " answered: " + answers(management, merchant));
-      assertEquals(before + 777, own.get("balanceCents").asLong(), own.toString());
+      assertEquals(before + 777, own.get("reply").asLong(), own.toString());
       assertTrue(own.get("appliedNextOffset").asLong() > written.offset(), own.toString());
       paid.merge(merchant, 777L, Long::sum);
 
@@ -205,13 +205,13 @@ class LedgerQueriesIT {
       // Until every partition answers again through the survivors.
       for (Map.Entry<String, Long> e : paid.entrySet()) {
         JsonNode a = null;
-        for (int attempt = 0; attempt < 600 && (a == null || a.get("balanceCents").asLong() != e.getValue()); attempt++) {
+        for (int attempt = 0; attempt < 600 && (a == null || a.get("reply").asLong() != e.getValue()); attempt++) {
           a = balance(management.get(via), e.getKey(), null);
-          if (a == null || a.get("balanceCents").asLong() != e.getValue()) {
+          if (a == null || a.get("reply").asLong() != e.getValue()) {
             Thread.sleep(100);
           }
         }
-        assertEquals(e.getValue(), a == null ? null : a.get("balanceCents").asLong(), e.getKey() + " after the kill");
+        assertEquals(e.getValue(), a == null ? null : a.get("reply").asLong(), e.getKey() + " after the kill");
       }
       // The cluster view once the survivors report every partition (each answering its status).
       String view = "";
@@ -333,7 +333,8 @@ class LedgerQueriesIT {
   }
 
   private static String balanceUrl(int management, String merchant, String after) {
-    return "http://127.0.0.1:" + management + "/balances/" + URLEncoder.encode(merchant, StandardCharsets.UTF_8)
+    return "http://127.0.0.1:" + management + "/queries/balances/"
+        + URLEncoder.encode(merchant, StandardCharsets.UTF_8)
         + (after == null ? "" : "?after=" + after);
   }
 
