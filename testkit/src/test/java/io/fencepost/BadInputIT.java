@@ -420,6 +420,32 @@ class BadInputIT {
     assertEquals(topic, header(letter, "fencepost.original.topic"));
   }
 
+  /**
+   * A dead-letter topic made by hand with cleanup.policy=compact would keep only the newest dead letter
+   * of each key (and take a value-less one for a tombstone): the pipeline refuses to start, naming it.
+   */
+  @Test
+  void aCompactedDeadLetterTopicIsRefusedAtStart() throws Exception {
+    String topic = KafkaBroker.uniqueName("compacted-dlt");
+    broker.createTopic(topic, 1);
+    broker.createTopic(topic + ".dlt", 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
+    ActorSystem<Void> system = KafkaPipelineIT.node("compacted", postgres);
+    try {
+      PipelineSettings settings = PipelineSettings.create(system, "compacted")
+          .withBootstrapServers(broker.bootstrapServers()).withTopics(List.of(topic))
+          .withGroupId(KafkaBroker.uniqueName("compacted-group"));
+      io.fencepost.errors.SettingsException e = org.junit.jupiter.api.Assertions.assertThrows(
+          io.fencepost.errors.SettingsException.class, () -> KafkaPipeline.create(system, Picky::new,
+              new KafkaPipelineIT.PaymentDeserializer(), settings).start());
+      assertEquals("fencepost.pipelines.compacted.dead-letter.topic-suffix", e.key());
+      assertTrue(e.getMessage().contains("names dead-letter topic [" + topic + ".dlt], which has cleanup.policy=compact"),
+          e.getMessage());
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
   private static final int LARGE = 1_572_864;
 
   /** Produces the large record then 1,000 payments; returns the one dead letter after all were handled. */

@@ -166,7 +166,8 @@ final class RelayTransactions {
       throw new KafkaException("the position committed on topic [" + settings.positionTopic() + "] for ["
           + partition.persistenceId() + "] is journal entry " + committed + ", which the journal does not hold: the "
           + "position topic outlived the journal (a recreated or restored database, or another deployment's topic). "
-          + "Nothing is published until the key is removed from the topic (a tombstone) or the journal restored");
+          + "Nothing is published until the key is removed from the topic (a tombstone on its partition "
+          + positionPartition(positionKey) + ") or the journal restored");
     }
   }
 

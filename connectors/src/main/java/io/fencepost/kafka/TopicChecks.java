@@ -66,6 +66,30 @@ final class TopicChecks {
   private static final int KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
 
   /**
+   * Refuses a dead-letter topic that compacts: compaction keeps only the newest dead letter of each
+   * record key (the earlier ones are lost), and a dead letter published without its value is a
+   * tombstone. Not checked when the topic's configuration cannot be read (logged).
+   */
+  private void refuseCompacted(String dlt, String key) {
+    ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, dlt);
+    String policy;
+    try {
+      policy = admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource)
+          .get(TopicConfig.CLEANUP_POLICY_CONFIG).value();
+    } catch (Exception e) {
+      log.warn("[{}] cannot read cleanup.policy of dead-letter topic [{}] (grant DESCRIBE_CONFIGS on it): {}",
+          settings.name(), dlt, e.toString());
+      return;
+    }
+    if (List.of(policy.split(",")).contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
+      throw new SettingsException(key, settings.deadLetter().topicFor(""), "names dead-letter topic [" + dlt + "], "
+          + "which has cleanup.policy=" + policy + ": compaction keeps only the newest dead letter of each key, the "
+          + "others would be lost. Set cleanup.policy=delete on it (kafka-configs --alter --entity-type topics "
+          + "--entity-name " + dlt + " --add-config cleanup.policy=delete) or choose another suffix");
+    }
+  }
+
+  /**
    * Source topics must exist; dead-letter topics are created (same partition count) or must exist,
    * and the dead-letter publisher learns their sizes; then it starts.
    */
@@ -102,6 +126,7 @@ final class TopicChecks {
       try {
         int existing = admin.describeTopics(List.of(dlt)).allTopicNames().get(30, TimeUnit.SECONDS)
             .get(dlt).partitions().size();
+        refuseCompacted(dlt, p + "dead-letter.topic-suffix");
         deadLetters.knowPartitions(dlt, existing);
         int dltMax = maxMessageBytes(List.of(dlt)).get(dlt);
         int needed = DeadLetterPublisher.deadLetterTopicMaxMessageBytes(maxMessageBytes.get(topic));
@@ -135,6 +160,8 @@ final class TopicChecks {
           throw new IllegalStateException("cannot create dead-letter topic [" + dlt + "]: " + ce, ce);
         }
         deadLetters.knowPartitions(dlt, partitions);
+      } catch (SettingsException e) {
+        throw e;   // a refused topic names its setting and the fix
       } catch (Exception e) {
         throw new IllegalStateException("cannot check dead-letter topic [" + dlt + "]: " + e, e);
       }

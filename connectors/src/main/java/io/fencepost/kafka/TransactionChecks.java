@@ -111,7 +111,8 @@ final class TransactionChecks {
     } catch (ExecutionException e) {
       if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
         throw new IllegalStateException("[" + settings.name() + "] cannot describe the outbox position topic [" + topic
-            + "] (" + key + "): " + e.getCause() + "; grant the pipeline's Kafka user DESCRIBE_CONFIGS on it", e);
+            + "] (" + key + "): " + e.getCause() + "; grant the pipeline's Kafka user DESCRIBE and DESCRIBE_CONFIGS on "
+            + "it", e);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

@@ -7,6 +7,7 @@ import java.util.concurrent.CompletionStage;
 import com.typesafe.config.Config;
 import io.fencepost.errors.SettingsException;
 import io.fencepost.management.internal.JvmMeters;
+import io.fencepost.management.internal.QueryRoutes;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.management.javadsl.PekkoManagement;
@@ -46,6 +47,7 @@ public final class FencepostManagement {
       throw new SettingsException("fencepost.management.port", port, "must be a port number (0 for any free one)");
     }
     String metrics = config.getString("metrics-path");
+    QueryRoutes.check(system);   // a misconfigured query route: one line naming its key, before anything binds
     if (config.getBoolean("jvm-metrics")) {
       JvmMeters.bind(system);
     }
@@ -57,7 +59,8 @@ public final class FencepostManagement {
           log.info("management endpoints at http://{}:{}/ (ready, alive, {})", host, bound.getPort(), metrics);
           if (!bound.getAddress().isLoopbackAddress()) {
             log.warn("management endpoints are reachable beyond this host at {} (fencepost.management.hostname = {}): "
-                + "anyone who reaches the port reads the meters and health; keep it to the orchestrator's network, see "
+                + "anyone who reaches the port reads the meters, health and configured query routes; keep it to the "
+                + "orchestrator's network, see "
                 + "docs/security.md", bound, host);
           }
           return bound;

@@ -233,6 +233,24 @@ class EndpointsIT {
     }
   }
 
+  /** A misconfigured query route: the endpoints do not start, and the refusal names the key. */
+  @Test
+  void aMisconfiguredQueryRouteStopsTheEndpointsFromStarting() throws Exception {
+    Config config = ConfigFactory.parseString("fencepost.management { port = 0, queries.balances { pipeline = "
+            + "ledger, request = com.acme.Missing } }")
+        .withFallback(ClusterNodes.node("misrouted", 0, List.of()))
+        .withFallback(ConfigFactory.load());
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "misrouted", config);
+    try {
+      io.fencepost.errors.SettingsException e = org.junit.jupiter.api.Assertions.assertThrows(
+          io.fencepost.errors.SettingsException.class, () -> FencepostManagement.start(system));
+      assertEquals("fencepost.management.queries.balances.topic", e.key());
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    }
+  }
+
   @Test
   void jvmMetricsOffLeavesOnlyFencepostsOwnMeters() throws Exception {
     Config config = ConfigFactory.parseString("fencepost.management { port = 0, jvm-metrics = off }")

@@ -79,7 +79,8 @@ public final class Main {
   static String oneLine(Throwable e) {
     StringBuilder line = new StringBuilder();
     String previous = "";
-    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+    java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
       String message = t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getName()
           : t.getMessage().lines().findFirst().orElse("");
       if (!previous.contains(message)) {

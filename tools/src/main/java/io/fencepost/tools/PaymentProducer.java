@@ -144,6 +144,9 @@ final class PaymentProducer {
       }
       producer.flush();
     }
+    if (failure.get() != null) {   // a send of the last batches
+      throw new IllegalStateException("producing to " + topic + " failed: " + failure.get(), failure.get());
+    }
     return new Summary(count, duplicates.get(), (System.nanoTime() - start) / 1e9, Map.copyOf(lastOffsets));
   }
 

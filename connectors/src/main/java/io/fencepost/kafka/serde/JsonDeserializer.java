@@ -38,7 +38,10 @@ import org.apache.kafka.common.serialization.Deserializer;
  * know is dead-lettered with the field named ({@code at /channel: Unrecognized field "channel"}), and
  * {@code fencepost dlq replay} brings it in, content intact, once every node runs the version that
  * knows the field. Use it where a field's content matters more than the record's timeliness (money,
- * audit); with {@link #of(Class)}, roll every consumer before a producer writes the new field.
+ * audit); with {@link #of(Class)}, roll every consumer before a producer writes the new field. A class
+ * annotated {@code @JsonIgnoreProperties(ignoreUnknown = true)} or with a {@code @JsonAnySetter}
+ * keeps ignoring unknown fields even here (its annotation wins), and a producer that serializes
+ * derived getters ({@code getTotal()}) writes fields the record does not have: strict refuses those.
  * {@link #of(Class, ObjectMapper)} takes the application's own mapper as it is.
  */
 public final class JsonDeserializer<T> implements Deserializer<T> {
@@ -119,7 +122,8 @@ public final class JsonDeserializer<T> implements Deserializer<T> {
     String message = e.getOriginalMessage();
     int cut = message.indexOf('\n');
     String advice = e instanceof UnrecognizedPropertyException
-        ? "; this version does not know that field (strict): replay the dead letter once every node runs one that does"
+        ? "; this version does not know that field (strict): replay the dead letter once every node runs one that "
+            + "does, or fix the producer"
         : "";
     return "not valid JSON for " + of + where + ": "
         + (cut < 0 ? message : message.substring(0, cut)) + location(e) + advice;

@@ -23,7 +23,8 @@ import io.fencepost.Query;
  * }</pre>
  *
  * <p>The class needs a public no-argument constructor; one instance serves every request, from
- * several threads at once. docs/queries.md, "Queries over HTTP", lists the answers and status codes.
+ * several threads at once. The key is the record key as a string, partitioned as Kafka's default
+ * partitioner does a {@code StringSerializer} key (its UTF-8 bytes). docs/queries.md, "Queries over HTTP", lists the answers and status codes.
  */
 @FunctionalInterface
 public interface HttpQuery {

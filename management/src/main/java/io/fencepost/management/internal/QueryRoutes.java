@@ -63,48 +63,70 @@ public final class QueryRoutes implements ManagementRouteProvider {
   public QueryRoutes(ExtendedActorSystem classic) {
     this.system = Adapter.toTyped(classic);
     this.json = JacksonObjectMapperProvider.get(classic).getOrCreate("jackson-json", Optional.empty());
-    this.routes = read(classic.settings().config());
+    this.routes = read(classic.settings().config(), classic.dynamicAccess().classLoader());
+  }
+
+  /**
+   * Refuses a misconfigured route before the endpoints start (FencepostManagement.start calls it), so
+   * that the refusal is one line naming the key rather than Pekko's wrapped provider failure.
+   */
+  public static void check(ActorSystem<?> system) {
+    read(system.settings().config(), system.dynamicAccess().classLoader());
+  }
+
+  static Map<String, Configured> read(Config config) {
+    return read(config, QueryRoutes.class.getClassLoader());
   }
 
   /** The configured routes; a route missing a key, or naming a class that is no HttpQuery, is refused naming it. */
-  static Map<String, Configured> read(Config config) {
+  static Map<String, Configured> read(Config config, ClassLoader loader) {
     Map<String, Configured> routes = new TreeMap<>();
     if (!config.hasPath(PATH)) {
       return routes;
     }
-    Config queries = config.getConfig(PATH);
-    for (String name : queries.root().keySet()) {
-      String path = PATH + "." + name;
-      Config route;
-      try {
-        route = queries.getConfig("\"" + name + "\"");
-      } catch (ConfigException e) {
-        throw new SettingsException(path, queries.root().get(name).unwrapped(), "must be a block { pipeline, topic, "
-            + "request }");
+    Config queries;
+    try {
+      queries = config.getConfig(PATH);
+    } catch (ConfigException e) {
+      throw new SettingsException(PATH, config.getValue(PATH).unwrapped(), "must be a block of query routes");
+    }
+    for (Map.Entry<String, com.typesafe.config.ConfigValue> entry : queries.root().entrySet()) {
+      String name = entry.getKey();
+      String path = PATH + "." + com.typesafe.config.ConfigUtil.joinPath(List.of(name));
+      if (!(entry.getValue() instanceof com.typesafe.config.ConfigObject block)) {
+        throw new SettingsException(path, entry.getValue().unwrapped(), "must be a block { pipeline, topic, request }");
       }
+      Config route = block.toConfig();
       routes.put(name, new Configured(string(route, path, "pipeline"), string(route, path, "topic"),
-          instance(string(route, path, "request"), path + ".request")));
+          instance(string(route, path, "request"), path + ".request", loader)));
     }
     return routes;
   }
 
   private static String string(Config route, String path, String key) {
-    if (!route.hasPath(key) || route.getString(key).isBlank()) {
-      throw new SettingsException(path + "." + key, route.hasPath(key) ? route.getString(key) : "",
+    String value;
+    try {
+      value = route.hasPath(key) ? route.getString(key) : "";
+    } catch (ConfigException e) {
+      throw new SettingsException(path + "." + key, route.getValue(key).unwrapped(), "must be a string");
+    }
+    if (value.isBlank()) {
+      throw new SettingsException(path + "." + key, value,
           "must be set (a query route names its pipeline, its topic and its request class)");
     }
-    return route.getString(key);
+    return value;
   }
 
-  private static HttpQuery instance(String className, String key) {
+  private static HttpQuery instance(String className, String key, ClassLoader loader) {
     try {
-      Class<?> type = Class.forName(className, true, Thread.currentThread().getContextClassLoader() != null
-          ? Thread.currentThread().getContextClassLoader() : QueryRoutes.class.getClassLoader());
+      Class<?> type = Class.forName(className, true, loader);
       if (!HttpQuery.class.isAssignableFrom(type)) {
         throw new SettingsException(key, className, "must name a class implementing " + HttpQuery.class.getName());
       }
       return (HttpQuery) type.getConstructor().newInstance();
-    } catch (ReflectiveOperationException e) {
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw new SettingsException(key, className, "names a class whose constructor failed: " + e.getCause());
+    } catch (ReflectiveOperationException | LinkageError e) {
       throw new SettingsException(key, className, "must name a class with a public no-argument constructor ("
           + e + ")");
     }
@@ -141,7 +163,9 @@ public final class QueryRoutes implements ManagementRouteProvider {
       }
     } catch (IllegalArgumentException e) {
       return respond(StatusCodes.BAD_REQUEST, error(String.valueOf(e.getMessage())));
-    } catch (RuntimeException e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (RuntimeException | Error e) {
       return respond(StatusCodes.INTERNAL_SERVER_ERROR, error(e.toString()));
     }
     QueryTarget target = QueryTarget.key(route.topic(), key);
@@ -155,11 +179,13 @@ public final class QueryRoutes implements ManagementRouteProvider {
       return p.query(target, query, options).thenApply(this::ok);
     }).exceptionallyCompose(e -> {
       Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-      if (cause instanceof PartitionMovingException) {
-        return unavailable(String.valueOf(cause.getMessage()));
-      }
       if (cause instanceof PositionNotReachedException) {
         return respond(StatusCodes.GATEWAY_TIMEOUT, error(String.valueOf(cause.getMessage())));
+      }
+      if (cause instanceof PartitionMovingException || cause instanceof io.fencepost.errors.RetriableException
+          || cause instanceof org.apache.kafka.common.errors.RetriableException
+          || cause instanceof java.util.concurrent.TimeoutException) {
+        return unavailable(String.valueOf(cause.getMessage()));
       }
       return respond(StatusCodes.INTERNAL_SERVER_ERROR, error(String.valueOf(cause)));
     });
@@ -170,7 +196,7 @@ public final class QueryRoutes implements ManagementRouteProvider {
     String[] parts = after.split(":", 2);
     try {
       long[] position = {Integer.parseInt(parts[0]), Long.parseLong(parts[1])};
-      if (position[0] >= 0 && position[1] >= 0) {
+      if (position[0] >= 0 && position[1] >= 0 && position[1] < Long.MAX_VALUE) {
         return position;
       }
     } catch (RuntimeException e) {
@@ -179,17 +205,21 @@ public final class QueryRoutes implements ManagementRouteProvider {
     throw new IllegalArgumentException("after must be <partition>:<offset> (both >= 0), was [" + after + "]");
   }
 
+  /** The answer; its position only once the partition applied a record (an offset {@code after} accepts). */
   private HttpResponse ok(QueryResult<?> r) {
-    String position = r.partition().partition() + ":" + (r.appliedNextOffset() - 1);
+    String position = r.appliedNextOffset() > 0 ? r.partition().partition() + ":" + (r.appliedNextOffset() - 1) : null;
     ObjectNode body = json.createObjectNode();
     body.set("reply", json.valueToTree(r.reply()));
     body.put("partition", r.partition().partition());
     body.put("appliedNextOffset", r.appliedNextOffset());
-    body.put("position", position);
+    if (position != null) {
+      body.put("position", position);
+    }
     body.put("node", r.node());
     body.put("local", r.local());
     body.put("localOnly", r.localOnly());
-    return response(StatusCodes.OK, body.toString()).addHeader(RawHeader.create(POSITION_HEADER, position));
+    HttpResponse response = response(StatusCodes.OK, body.toString());
+    return position == null ? response : response.addHeader(RawHeader.create(POSITION_HEADER, position));
   }
 
   private String error(String message) {

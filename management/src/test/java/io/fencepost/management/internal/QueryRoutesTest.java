@@ -28,6 +28,11 @@ class QueryRoutesTest {
         + "with a public no-argument constructor (java.lang.ClassNotFoundException: com.acme.Missing)"));
     assertEquals("fencepost.management.queries.balances must be a block { pipeline, topic, request }, was [ledger]",
         refusal("fencepost.management.queries.balances = ledger"));
+    assertEquals("fencepost.management.queries.balances.pipeline must be a string, was [{a=1}]",
+        refusal("fencepost.management.queries.balances { pipeline { a = 1 }, topic = t, request = x.Y }"));
+    assertEquals("fencepost.management.queries.\"a.b\".topic must be set (a query route names its pipeline, its "
+        + "topic and its request class), was []",
+        refusal("fencepost.management.queries { \"a.b\" { pipeline = ledger, request = x.Y } }"));
     assertEquals(0, QueryRoutes.read(ConfigFactory.parseString("fencepost.management.queries {}")).size());
   }
 }
