@@ -81,7 +81,7 @@ final class TopicChecks {
           settings.name(), dlt, e.toString());
       return;
     }
-    if (List.of(policy.split(",")).contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
+    if (List.of(policy.trim().split("\\s*,\\s*")).contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
       throw new SettingsException(key, settings.deadLetter().topicFor(""), "names dead-letter topic [" + dlt + "], "
           + "which has cleanup.policy=" + policy + ": compaction keeps only the newest dead letter of each key, the "
           + "others would be lost. Set cleanup.policy=delete on it (kafka-configs --alter --entity-type topics "
@@ -147,7 +147,9 @@ final class TopicChecks {
           // Every record of the source fits, with the headers a dead letter adds.
           String dltMax = Integer.toString(DeadLetterPublisher.deadLetterTopicMaxMessageBytes(maxMessageBytes.get(topic)));
           admin.createTopics(List.of(new NewTopic(dlt, partitions, (short) -1)
-                  .configs(Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, dltMax))))
+                  .configs(Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, dltMax,
+                      // whatever the brokers' default log.cleanup.policy: compaction would drop dead letters
+                      TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_DELETE))))
               .all().get(30, TimeUnit.SECONDS);
           log.info("[{}] created dead-letter topic [{}] with {} partitions, max.message.bytes {}", settings.name(), dlt,
               partitions, dltMax);

@@ -92,8 +92,8 @@ final class TransactionChecks {
     try {
       Config config = admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS).get(resource);
       String policy = config.get(TopicConfig.CLEANUP_POLICY_CONFIG).value();
-      if (!List.of(policy.split(",")).contains(TopicConfig.CLEANUP_POLICY_COMPACT)
-          || List.of(policy.split(",")).contains(TopicConfig.CLEANUP_POLICY_DELETE)) {
+      List<String> policies = List.of(policy.trim().split("\\s*,\\s*"));
+      if (!policies.contains(TopicConfig.CLEANUP_POLICY_COMPACT) || policies.contains(TopicConfig.CLEANUP_POLICY_DELETE)) {
         throw new SettingsException(key, topic, "has cleanup.policy=" + policy + ": the relays' positions would "
             + "expire, and a relay would then publish again what it published. Set cleanup.policy=compact on it "
             + "(kafka-configs --alter --entity-type topics --entity-name " + topic + " --add-config "

@@ -216,8 +216,14 @@ public final class JournalDatabases {
           Recorded now;
           try {
             now = onEach(databases.get(i), "record", c -> JournalIdentities.claim(c, wanted, mine));
-          } catch (RuntimeException e) {   // a database away: the claims made so far are undone
-            for (Throwable t : released(claimedHere, claimedMembers, new JournalLayoutException("undo")).getSuppressed()) {
+          } catch (RuntimeException e) {
+            // A database away, or its answer lost: this claim may have committed. Its member id is this
+            // call's alone, so releasing it (a no-op when it did not commit) is safe, like the others.
+            List<Integer> undo = new ArrayList<>(claimedHere);
+            List<String> undoMembers = new ArrayList<>(claimedMembers);
+            undo.add(i);
+            undoMembers.add(mine);
+            for (Throwable t : released(undo, undoMembers, new JournalLayoutException("undo")).getSuppressed()) {
               e.addSuppressed(t);
             }
             throw e;
@@ -250,10 +256,14 @@ public final class JournalDatabases {
       try {
         beforeRegistering.accept(i);
         registered = onEach(databases.get(i), "record", c -> JournalIdentities.register(c, listed, member));
-      } catch (RuntimeException e) {   // a database away or refusing: what this call wrote must not block others
+      } catch (RuntimeException e) {
+        // A database away, or its answer lost: this registration may have committed, and a count cannot
+        // tell whose it is. The registrations made before it are taken back; the claims stay, so that a
+        // registration left on this database still names member ids that exist (the right list, started
+        // again, computes the same list and passes; releasing a claim here would leave that registration
+        // naming a member id no database has, refusing every later start).
         JournalLayoutException undo = new JournalLayoutException("undo");
         unregistered(registeredHere, listed, undo);
-        released(claimedHere, claimedMembers, undo);
         for (Throwable t : undo.getSuppressed()) {
           e.addSuppressed(t);
         }
