@@ -1,6 +1,5 @@
 package io.fencepost.kafka;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -7,7 +7,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
 import java.util.Optional;
-import java.util.UUID;
 
 import io.fencepost.JournalIdentity;
 import io.fencepost.annotation.InternalApi;
