@@ -148,6 +148,11 @@ class JournalDatabasesPipelineIT {
     assertRefused(relay, "[spread] refused to start: the plugins of journal database 0 of 2 reach different "
         + "databases: the outbox durable-state plugin [fencepost-durable-state-store-0] reaches " + b.jdbcUrl()
         + ", while [fencepost-journal-0] reaches " + a.jdbcUrl() + ".", topic);
+    // A plugin whose database the configuration cannot tell (its own slick block naming a JNDI data source).
+    Config jndi = ConfigFactory.parseString("fencepost-snapshot-store-1.use-shared-db = \"\"\n"
+        + "fencepost-snapshot-store-1.slick.jndiName = \"java:comp/env/jdbc/ledger\"").withFallback(dbs.pekkoConfig());
+    assertRefused(jndi, "[spread] refused to start: the snapshot plugin [fencepost-snapshot-store-1] of journal "
+        + "database 1 of 2 names no database this can check", topic);
     // One database: the relay's durable-state plugin is pekko.persistence.state.plugin's unless set.
     JournalDatabase single = fresh("mixed-single");
     Config defaultState = ConfigFactory.parseString("jdbc-durable-state-store.use-shared-db = \"elsewhere\"\n"

@@ -69,6 +69,10 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
    */
   static void await(ActorSystem<?> system, PipelineSettings settings, Duration timeout) {
     PartitionActorSettings actor = settings.partitionActor();
+    List<String> journals = journalPlugins(system, settings);
+    for (int i = 0; i < actor.journalDatabases(); i++) {
+      checkPlugins(system.settings().config(), settings, i, journals.get(i));   // before any plugin starts
+    }
     List<CompletableFuture<Optional<JournalIdentity>>> recoveries = new ArrayList<>();
     for (int i = 0; i < actor.journalDatabases(); i++) {
       CompletableFuture<Optional<JournalIdentity>> recovered = new CompletableFuture<>();
@@ -80,14 +84,12 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
       recoveries.add(recovered);
     }
     long deadline = System.nanoTime() + timeout.toNanos();
-    List<String> journals = journalPlugins(system, settings);
     for (int i = 0; i < recoveries.size(); i++) {
       String journal = journals.get(i);
       try {
         Optional<JournalIdentity> id = recoveries.get(i).get(Math.max(0, deadline - System.nanoTime()),
             TimeUnit.NANOSECONDS);
         checkIdentity(settings, i, journal, id, recoveries.get(0).getNow(Optional.empty()));
-        checkPlugins(system.settings().config(), settings, i, journal);
       } catch (TimeoutException e) {
         throw new IllegalStateException("[" + settings.name() + "] the journal [" + journal + "] did not answer a "
             + "recovery within " + timeout + " (ask-timeout): check that its database is reachable and its schema "

@@ -157,9 +157,18 @@ public final class Postgres {
    * a journal database (schema not yet installed).
    */
   public JournalDatabase createDatabase(String prefix) {
-    String name = (prefix.replaceAll("[^A-Za-z0-9]", "_") + "_" + UUID.randomUUID().toString().substring(0, 8))
-        .toLowerCase(Locale.ROOT);
+    String name = newName(prefix);
     execute("CREATE DATABASE " + name);
+    return JournalDatabase.of(urlFor(name), user, password);
+  }
+
+  /**
+   * A copy of {@code db} in a new database (created from it as a template), as a clone or a restore
+   * of a backup makes one; nobody may be connected to {@code db} meanwhile.
+   */
+  public JournalDatabase copyDatabase(JournalDatabase db, String prefix) {
+    String name = newName(prefix);
+    execute("CREATE DATABASE " + name + " TEMPLATE " + databaseName(db.jdbcUrl()));
     return JournalDatabase.of(urlFor(name), user, password);
   }
 
@@ -212,6 +221,11 @@ public final class Postgres {
     String base = slash < 0 ? adminUrl : adminUrl.substring(0, slash);
     String params = query < 0 ? "" : adminUrl.substring(query);
     return base + "/" + database + params;
+  }
+
+  private static String newName(String prefix) {
+    return (prefix.replaceAll("[^A-Za-z0-9]", "_") + "_" + UUID.randomUUID().toString().substring(0, 8))
+        .toLowerCase(Locale.ROOT);
   }
 
   private static String databaseName(String url) {

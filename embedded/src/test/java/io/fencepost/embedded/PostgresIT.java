@@ -113,6 +113,61 @@ class PostgresIT {
   }
 
   /**
+   * A copy of one of a deployment's databases (a clone, a restore, a database made from it as a
+   * template) carries its identity row: beside the original it would take half of the partitions'
+   * writes. It is refused (by a node's start, by the tools that read histories, by a move) until the
+   * operator adopts it, the original gone for good.
+   */
+  @Test
+  void aCopyOfADeploymentsDatabaseIsRefusedBesideItsOriginalUntilAdopted() {
+    JournalDatabase a = Postgres.shared().createDatabase("copy_a");
+    JournalDatabase b = Postgres.shared().createDatabase("copy_b");
+    JournalDatabase added = Postgres.shared().createDatabase("copy_added");
+    JournalDatabase copy = null;
+    try {
+      a.installSchema();
+      b.installSchema();
+      JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+      copy = Postgres.shared().copyDatabase(b, "copy_of_b");
+      JournalDatabase theCopy = copy;
+
+      String refused = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalDatabases.of("ledger", List.of(a, theCopy)).verifyIdentities()).getMessage();
+      Assertions.assertTrue(refused.startsWith("[ledger] journal databases refused: database 1 of 2 (" + copy.jdbcUrl()
+          + ") says it is database 1 of 2 of deployment [ledger], but that identity was recorded in another database "
+          + "(system "), refused);
+      Assertions.assertTrue(refused.contains("run `fencepost journal adopt --jdbc-url " + copy.jdbcUrl() + "` once"),
+          refused);
+      String read = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalDatabases.asRecorded(List.of(a, theCopy))).getMessage();
+      Assertions.assertTrue(read.contains("it is a copy, a restore or a clone"), read);
+      String moved = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalMove.addDatabases("ledger", List.of(a, theCopy), List.of(added), line -> { })).getMessage();
+      Assertions.assertTrue(moved.contains("database 1 (" + copy.jdbcUrl() + ") says it is database 1 of 2 of "
+          + "deployment [ledger] but is a copy of the database that recorded it"), moved);
+      JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();   // the original still passes
+
+      Postgres.shared().dropDatabase(b);   // gone for good: its restore is adopted
+      Assertions.assertTrue(JournalDatabases.adopt(copy).endsWith(": adopted (recorded in " + refused.split(
+          "recorded in another database \\(")[1].split("; this is ")[0] + ", now " + refused.split("; this is ")[1]
+          .split("\\)")[0] + ")"), "adopt");
+      JournalDatabases.of("ledger", List.of(a, copy)).verifyIdentities();
+      Assertions.assertEquals(2, JournalDatabases.asRecorded(List.of(a, copy)).size());
+      Assertions.assertTrue(JournalDatabases.adopt(copy).endsWith(": nothing to adopt"));
+      String nothing = Assertions.assertThrows(JournalLayoutException.class, () -> JournalDatabases.adopt(added))
+          .getMessage();
+      Assertions.assertTrue(nothing.contains("records no journal identity: nothing to adopt"), nothing);
+    } finally {
+      Postgres.shared().dropDatabase(a);
+      Postgres.shared().dropDatabase(b);
+      Postgres.shared().dropDatabase(added);
+      if (copy != null) {
+        Postgres.shared().dropDatabase(copy);
+      }
+    }
+  }
+
+  /**
    * The race behind nodes starting together, made certain: one session has created the identity table
    * but not committed; another's create waits on it and, once it commits, must pass (PostgreSQL fails
    * the loser's {@code IF NOT EXISTS} with "type ... already exists" or a unique-key violation).

@@ -86,6 +86,7 @@ public final class JournalDatabases {
     }
     String deployment = found.get(0).map(r -> r.identity().deployment()).orElse(UNRECORDED);
     JournalDatabases named = new JournalDatabases(deployment, databases);
+    named.refuseCopies(found);
     named.refuseWhileMoving(found);
     boolean matches = IntStream.range(0, databases.size()).allMatch(i -> named.matches(found.get(i), i));
     if (!matches) {
@@ -192,6 +193,7 @@ public final class JournalDatabases {
     for (JournalDatabase db : databases) {
       found.add(onEach(db, "read", JournalIdentities::read));
     }
+    refuseCopies(found);
     refuseWhileMoving(found);
     // Nothing is recorded on a refused start: a wrong list must leave no trace.
     boolean contradicted = IntStream.range(0, databases.size())
@@ -320,6 +322,48 @@ public final class JournalDatabases {
 
   private static String members(List<Optional<Recorded>> found) {
     return found.stream().map(r -> r.map(Recorded::member).orElse("?")).collect(Collectors.joining(","));
+  }
+
+  /**
+   * Refuses a list naming a copy of a deployment's database (its identity was recorded in another
+   * database): beside its original, writes would split between them and the unique key that fences a
+   * partition's history would fence only half of it.
+   */
+  private void refuseCopies(List<Optional<Recorded>> found) {
+    for (int i = 0; i < databases.size(); i++) {
+      Optional<Recorded> r = found.get(i);
+      if (r.isPresent() && r.get().copied()) {
+        throw new JournalLayoutException("[" + deployment + "] journal databases refused: database " + i + " of "
+            + databases.size() + " (" + databases.get(i).jdbcUrl() + ") " + r.get() + ", but that identity was "
+            + "recorded in another database (" + r.get().place() + "; this is " + r.get().here() + "): it is a copy, "
+            + "a restore or a clone of the deployment's database. Beside its original it would split partitions' "
+            + "histories between them. Give the original's URL; or, if the original is gone for good (this is its "
+            + "restore from a backup, or its server was upgraded with pg_upgrade), stop every node and run "
+            + "`fencepost journal adopt --jdbc-url " + databases.get(i).jdbcUrl() + "` once, then start them");
+      }
+    }
+  }
+
+  /**
+   * Makes {@code database}, a copy of one of a deployment's databases (a restore from a backup, a
+   * server upgraded with pg_upgrade), that database from now on: {@link #verifyIdentities()} refuses a
+   * copy until then. Only for a copy whose original is gone for good: beside its original, a copy splits
+   * partitions' histories between them. Returns a line saying what changed.
+   *
+   * @throws JournalLayoutException when the database records no identity
+   */
+  public static String adopt(JournalDatabase database) {
+    Optional<Recorded> before = onEach(database, "adopt", JournalIdentities::adopt);
+    if (before.isEmpty()) {
+      throw new JournalLayoutException("[" + database.jdbcUrl() + "] records no journal identity: nothing to adopt "
+          + "(only a copy of a deployment's database, refused at start as one, needs adopting)");
+    }
+    Recorded r = before.get();
+    if (!r.copied()) {
+      return "[" + database.jdbcUrl() + "] " + r + " and was recorded here (" + (r.here().isEmpty()
+          ? "this database cannot tell where it is" : r.here()) + "): nothing to adopt";
+    }
+    return "[" + database.jdbcUrl() + "] " + r + ": adopted (recorded in " + r.place() + ", now " + r.here() + ")";
   }
 
   /** Refuses any list while a move of histories is unfinished: no partition's home is certain then. */

@@ -228,7 +228,11 @@ public final class JournalMove {
         Connection added = connections.get(i);
         ok = id.map(x -> x.moving(false).equals(after)).orElseGet(() -> !holdsJournal(added));
       }
-      if (!ok) {
+      if (found.get(i).map(Recorded::copied).orElse(false)) {
+        wrong.add("database " + i + " (" + target.get(i).jdbcUrl() + ") " + id.get() + " but is a copy of the "
+            + "database that recorded it (" + found.get(i).get().place() + "; this is " + found.get(i).get().here()
+            + "): give the original, or `fencepost journal adopt` it if the original is gone for good");
+      } else if (!ok) {
         wrong.add("database " + i + " (" + target.get(i).jdbcUrl() + ") "
             + id.map(JournalIdentity::toString).orElse(i < current.size() ? "records no identity"
                 : "records no identity but holds journal entries (an added database must be empty)"));

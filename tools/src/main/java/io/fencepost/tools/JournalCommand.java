@@ -4,24 +4,30 @@ import java.util.Arrays;
 import java.util.List;
 
 import io.fencepost.jdbc.JournalDatabase;
+import io.fencepost.jdbc.JournalDatabases;
 import io.fencepost.jdbc.JournalMove;
 
 /**
  * {@code fencepost journal move}: adds journal databases to a deployment, offline, moving the
  * histories of the partitions that map to other databases in the longer list ({@link JournalMove};
- * docs/deployment.md, Scaling the journal).
+ * docs/deployment.md, Scaling the journal). {@code fencepost journal adopt}: makes a restored copy of
+ * one of the deployment's databases that database ({@link JournalDatabases#adopt}).
  */
 final class JournalCommand implements Main.Command {
 
   @Override
   public int run(String[] args) {
+    if (args.length > 0 && args[0].equals("adopt")) {
+      return adopt(Arrays.copyOfRange(args, 1, args.length));
+    }
     if (args.length == 0 || !args[0].equals("move")) {
       if (args.length > 0 && (args[0].equals("--help") || args[0].equals("-h"))) {
         System.out.println("usage: fencepost journal move [flags]   (fencepost journal move --help)");
+        System.out.println("       fencepost journal adopt [flags]  (fencepost journal adopt --help)");
         return 0;
       }
       throw new Flags.UsageError("journal: unknown subcommand [" + (args.length == 0 ? "" : args[0])
-          + "]; accepted: move");
+          + "]; accepted: move, adopt");
     }
     Flags flags = ToolInputs.journalFlags(new Flags("journal move")
             .value("deployment", "name", "FENCEPOST_DEPLOYMENT", null,
@@ -48,8 +54,22 @@ final class JournalCommand implements Main.Command {
     return 0;
   }
 
+  /** {@code journal adopt}: each database given is, from now on, the one its identity says it is. */
+  private static int adopt(String[] args) {
+    Flags flags = ToolInputs.journalFlags(new Flags("journal adopt"), "a restored copy of one of the deployment's "
+        + "databases, refused at start as a copy, whose original is gone for good (stop every node first)");
+    if (!flags.parse(args)) {
+      return 0;
+    }
+    for (JournalDatabase db : ToolInputs.journals(flags)) {
+      System.out.println(JournalDatabases.adopt(db));
+    }
+    return 0;
+  }
+
   @Override
   public String summary() {
-    return "add journal databases to a stopped deployment, moving the partitions' histories that map to them";
+    return "add journal databases to a stopped deployment, moving the partitions' histories that map to them "
+        + "(move); make a restored copy of a database that database (adopt)";
   }
 }

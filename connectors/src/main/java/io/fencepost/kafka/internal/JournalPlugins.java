@@ -1,5 +1,6 @@
 package io.fencepost.kafka.internal;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import com.typesafe.config.Config;
@@ -18,10 +19,28 @@ public final class JournalPlugins {
    * Refuses plugins {@code others} (roles {@code what}) of journal database {@code index} of
    * {@code count} that reach another database than its journal plugin {@code journal} (whose identity
    * was read through it): a layer that changed one of them would put the partitions' snapshots, or
-   * their relays' reads and positions, in another database than their histories.
+   * their relays' reads and positions, in another database than their histories. With several
+   * databases a plugin whose database the configuration does not tell (a JNDI name, a
+   * {@code dataSourceClass}) is refused too: it could be any database.
    */
   public static void refuseMixed(Config config, String pipeline, int index, int count, String journal,
       List<String> others, List<String> what) {
+    if (count > 1) {
+      List<String> ids = new ArrayList<>(List.of(journal));
+      ids.addAll(others);
+      List<String> roles = new ArrayList<>(List.of("journal"));
+      roles.addAll(what);
+      for (int i = 0; i < ids.size(); i++) {
+        if (PluginDatabases.urlOf(config, ids.get(i)).isEmpty()) {
+          throw new JournalLayoutException("[" + pipeline + "] refused to start: the " + roles.get(i) + " plugin ["
+              + ids.get(i) + "] of journal database " + index + " of " + count + " names no database this can "
+              + "check (neither use-shared-db with a pool's db.url nor its own slick.db.url: a JNDI name or a "
+              + "dataSourceClass?). With several journal databases each plugin must reach its database through the "
+              + "pool JournalDatabases.pekkoConfig() configures (use-shared-db = \"fencepost-db-" + index + "\"); "
+              + "nothing was consumed");
+        }
+      }
+    }
     PluginDatabases.mismatch(config, journal, others, what).ifPresent(why -> {
       throw new JournalLayoutException("[" + pipeline + "] refused to start: the plugins of journal database " + index
           + " of " + count + " reach different databases: " + why + ". Configure the plugins with "

@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.sql.Statement;
 import java.time.Instant;
 import java.util.Optional;
@@ -38,8 +39,20 @@ public final class JournalIdentities {
   /** A PostgreSQL and H2 unique-key violation. */
   private static final String UNIQUE_VIOLATION = "23505";
 
-  /** What a database records: its identity, its member id, and the member ids of its list, or "". */
-  public record Recorded(JournalIdentity identity, String member, String members) {
+  /**
+   * What a database records: its identity, its member id, the member ids of its list (or ""), and
+   * the place the identity was recorded in ({@link #placeOf}, "" where the database cannot tell),
+   * with {@code here}, the place of the database it was read from.
+   */
+  public record Recorded(JournalIdentity identity, String member, String members, String place, String here) {
+
+    /**
+     * Whether the identity was recorded in another database than the one it was read from: this one
+     * is a copy (a restore, a clone, a database created from it as a template) of that one.
+     */
+    public boolean copied() {
+      return !place.isEmpty() && !here.isEmpty() && !place.equals(here);
+    }
 
     @Override
     public String toString() {
@@ -156,7 +169,7 @@ public final class JournalIdentities {
     // In place when there is a row: on H2 the journal fence's writers wait on that row's lock, and must
     // find it (with the new place) when the move commits.
     try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET deployment = ?, database_index = ?, "
-        + "database_count = ?, moving = ?, member = ?, members = ?, registrants = ?, claimed_at = ? "
+        + "database_count = ?, moving = ?, member = ?, members = ?, registrants = ?, claimed_at = ?, place = ? "
         + "WHERE singleton = 0")) {
       st.setString(1, identity.deployment());
       st.setInt(2, identity.index());
@@ -166,6 +179,7 @@ public final class JournalIdentities {
       st.setString(6, members);
       st.setInt(7, members.isEmpty() ? 0 : 1);
       st.setString(8, Instant.now().toString());
+      st.setString(9, placeOf(c));
       if (st.executeUpdate() > 0) {
         deleteJournalEntry(c);
         insertJournalEntry(c, identity);
@@ -186,7 +200,7 @@ public final class JournalIdentities {
 
   private static void insert(Connection c, JournalIdentity identity, String member, String members) throws SQLException {
     try (PreparedStatement st = c.prepareStatement("INSERT INTO " + TABLE + " (singleton, deployment, database_index, "
-        + "database_count, moving, member, members, registrants, claimed_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?)")) {
+        + "database_count, moving, member, members, registrants, claimed_at, place) VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
       st.setString(1, identity.deployment());
       st.setInt(2, identity.index());
       st.setInt(3, identity.count());
@@ -195,6 +209,7 @@ public final class JournalIdentities {
       st.setString(6, members);
       st.setInt(7, members.isEmpty() ? 0 : 1);
       st.setString(8, Instant.now().toString());
+      st.setString(9, placeOf(c));
       st.executeUpdate();
     }
     insertJournalEntry(c, identity);
@@ -239,23 +254,64 @@ public final class JournalIdentities {
     }
   }
 
+  /**
+   * Where the database lives, as far as it can tell: on PostgreSQL its server's system identifier
+   * (chosen at initdb, kept by a physical copy of the server, new after a dump restored elsewhere or a
+   * pg_upgrade) and the database's oid (new for a database created from it as a template, or restored
+   * into another database); "" elsewhere (H2), or where the server does not let the user read it.
+   */
+  public static String placeOf(Connection c) throws SQLException {
+    if (!"PostgreSQL".equals(c.getMetaData().getDatabaseProductName())) {
+      return "";
+    }
+    boolean autoCommit = c.getAutoCommit();
+    Savepoint before = autoCommit ? null : c.setSavepoint();
+    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT (SELECT system_identifier FROM "
+        + "pg_control_system()), (SELECT oid FROM pg_database WHERE datname = current_database())")) {
+      rs.next();
+      return "system " + rs.getLong(1) + " database oid " + rs.getLong(2);
+    } catch (SQLException e) {
+      if (before != null) {
+        c.rollback(before);   // a refused function must not abort the caller's transaction
+      }
+      return "";
+    }
+  }
+
+  /**
+   * Records the database's own place in its identity row: the operator's answer to a refused copy
+   * ({@link Recorded#copied()}) when the original is gone for good (this database is its restore).
+   * Returns what the row recorded before, or empty when the database records no identity.
+   */
+  public static Optional<Recorded> adopt(Connection c) throws SQLException {
+    Optional<Recorded> before = readIfRecorded(c);
+    if (before.isPresent()) {
+      try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET place = ? WHERE singleton = 0")) {
+        st.setString(1, before.get().here());
+        st.executeUpdate();
+      }
+    }
+    return before;
+  }
+
   /** Creates the identity table unless it exists. */
   public static void createTableIfMissing(Connection c) throws SQLException {
     SqlScripts.createTable(c, TABLE, "CREATE TABLE IF NOT EXISTS " + TABLE + " (singleton INT NOT NULL PRIMARY KEY "
         + "CHECK (singleton = 0), deployment VARCHAR(" + MAX_DEPLOYMENT_LENGTH + ") NOT NULL, database_index INT NOT "
         + "NULL, database_count INT NOT NULL, moving INT NOT NULL, member VARCHAR(36) NOT NULL, members VARCHAR(4000), "
-        + "registrants INT DEFAULT 0 NOT NULL, claimed_at VARCHAR(64) NOT NULL)");
+        + "registrants INT DEFAULT 0 NOT NULL, claimed_at VARCHAR(64) NOT NULL, place VARCHAR(100) DEFAULT '' NOT NULL)");
   }
 
   private static Optional<Recorded> readRow(Connection c) throws SQLException {
+    String here = placeOf(c);
     try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT deployment, database_index, "
-        + "database_count, moving, member, members FROM " + TABLE + " WHERE singleton = 0")) {
+        + "database_count, moving, member, members, place FROM " + TABLE + " WHERE singleton = 0")) {
       if (!rs.next()) {
         return Optional.empty();
       }
       JournalIdentity id = new JournalIdentity(rs.getString(1), rs.getInt(2), rs.getInt(3), rs.getInt(4) != 0);
       String members = rs.getString(6);
-      return Optional.of(new Recorded(id, rs.getString(5), members == null ? "" : members));
+      return Optional.of(new Recorded(id, rs.getString(5), members == null ? "" : members, rs.getString(7), here));
     }
   }
 }
