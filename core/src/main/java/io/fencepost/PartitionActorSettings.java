@@ -29,6 +29,13 @@ public final class PartitionActorSettings {
    */
   public static final String DATABASE_PLACEHOLDER = "{database}";
 
+  /**
+   * The configuration path of the journal databases' URLs as verified at start, in order
+   * ({@code JournalDatabases.pekkoConfig()} sets it): a journal plugin of database {@code i} that
+   * reaches another URL is refused when a pipeline starts. Empty: not checked.
+   */
+  public static final String VERIFIED_URLS = CONFIG_PATH + ".journal-database-urls";
+
   /** The most journal databases a deployment can spread its partitions' histories over. */
   public static final int MAX_JOURNAL_DATABASES = 64;
 

@@ -153,6 +153,17 @@ class JournalDatabasesPipelineIT {
         + "fencepost-snapshot-store-1.slick.jndiName = \"java:comp/env/jdbc/ledger\"").withFallback(dbs.pekkoConfig());
     assertRefused(jndi, "[spread] refused to start: the snapshot plugin [fencepost-snapshot-store-1] of journal "
         + "database 1 of 2 names no database this can check", topic);
+    // A pool that names a JNDI data source beside its url: the data source wins, so the url tells nothing.
+    Config jndiPool = ConfigFactory.parseString("pekko-persistence-jdbc.shared-databases.fencepost-db-1.jndiName = "
+        + "\"java:comp/env/jdbc/ledger\"").withFallback(dbs.pekkoConfig());
+    assertRefused(jndiPool, "[spread] refused to start: the journal plugin [fencepost-journal-1] of journal "
+        + "database 1 of 2 names no database this can check", topic);
+    // A layer above the verified list points a pool at another database (a copy, say): refused by URL.
+    JournalDatabase other = fresh("mixed-other");
+    Config elsewhere = ConfigFactory.parseString("pekko-persistence-jdbc.shared-databases.fencepost-db-1.db.url = \""
+        + other.jdbcUrl() + "\"").withFallback(dbs.pekkoConfig());
+    assertRefused(elsewhere, "[spread] refused to start: the journal plugin [fencepost-journal-1] of journal database "
+        + "1 of 2 reaches " + other.jdbcUrl() + ", but the list verified at start has " + b.jdbcUrl() + " there", topic);
     // One database: the relay's durable-state plugin is pekko.persistence.state.plugin's unless set.
     JournalDatabase single = fresh("mixed-single");
     Config defaultState = ConfigFactory.parseString("jdbc-durable-state-store.use-shared-db = \"elsewhere\"\n"

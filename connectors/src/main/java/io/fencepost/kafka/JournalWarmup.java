@@ -151,6 +151,9 @@ final class JournalWarmup extends EventSourcedBehavior<Object, Object, Object> {
           config.getString("pekko.persistence.state.plugin"))));
       what.addAll(List.of("outbox read-journal", "outbox durable-state"));
     }
+    List<String> verified = config.hasPath(PartitionActorSettings.VERIFIED_URLS)
+        ? config.getStringList(PartitionActorSettings.VERIFIED_URLS) : List.of();
+    JournalPlugins.refuseElsewhere(config, settings.name(), index, actor.journalDatabases(), journal, verified);
     JournalPlugins.refuseMixed(config, settings.name(), index, actor.journalDatabases(), journal, others, what);
   }
 

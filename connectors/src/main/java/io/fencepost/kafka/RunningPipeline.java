@@ -16,6 +16,7 @@ import io.fencepost.PartitionActor;
 import io.fencepost.PartitionContext;
 import io.fencepost.PartitionId;
 import io.fencepost.Query;
+import io.fencepost.errors.RetriableException;
 import io.fencepost.kafka.internal.NodeNames;
 import io.fencepost.kafka.internal.FenceCheck;
 import io.fencepost.kafka.internal.LogProbe;
@@ -244,8 +245,9 @@ final class RunningPipeline<V> implements Pipeline {
     return stopped != null ? CompletableFuture.failedFuture(stoppedFailure()) : queries.partitionOf(target);
   }
 
-  private IllegalStateException stoppedFailure() {
-    return new IllegalStateException("[" + settings.name() + "] pipeline was stopped on this node: it answers no "
+  /** Retriable: the pipeline may run on another node, or here again. */
+  private RetriableException stoppedFailure() {
+    return new RetriableException("[" + settings.name() + "] pipeline was stopped on this node: it answers no "
         + "queries (ask a node where it runs)");
   }
 

@@ -11,10 +11,15 @@ import io.fencepost.annotation.InternalApi;
  * INTERNAL API: which database a pekko-persistence-jdbc plugin reaches, read from the configuration
  * as the plugin reads it: the pool it names in {@code use-shared-db}
  * ({@code pekko-persistence-jdbc.shared-databases.<name>.db.url}), else its own {@code slick.db.url}.
- * Plugins of another kind reach no database this can tell.
+ * Plugins of another kind, and pools that name a JNDI data source or a data source class, reach no
+ * database this can tell.
  */
 @InternalApi
 public final class PluginDatabases {
+
+  /** Settings by which Slick or HikariCP reach a database without (or despite) {@code db.url}. */
+  private static final List<String> OTHER_SOURCES = List.of("jndiName", "jndiDbName", "db.jndiName",
+      "db.dataSourceClass", "db.dataSourceClassName");
 
   private PluginDatabases() {
   }
@@ -26,11 +31,14 @@ public final class PluginDatabases {
         return Optional.empty();
       }
       Config plugin = config.getConfig(pluginId);   // a plugin id is a configuration path
-      if (plugin.hasPath("use-shared-db") && !plugin.getString("use-shared-db").isBlank()) {
-        String pool = "pekko-persistence-jdbc.shared-databases." + plugin.getString("use-shared-db") + ".db.url";
-        return config.hasPath(pool) ? Optional.of(config.getString(pool)) : Optional.empty();
+      String slick = plugin.hasPath("use-shared-db") && !plugin.getString("use-shared-db").isBlank()
+          ? "pekko-persistence-jdbc.shared-databases." + plugin.getString("use-shared-db")
+          : pluginId + ".slick";
+      if (!config.hasPath(slick + ".db.url")
+          || OTHER_SOURCES.stream().anyMatch(key -> config.hasPath(slick + "." + key))) {
+        return Optional.empty();   // no url, or one a JNDI name or a data source class takes the place of
       }
-      return plugin.hasPath("slick.db.url") ? Optional.of(plugin.getString("slick.db.url")) : Optional.empty();
+      return Optional.of(config.getString(slick + ".db.url"));
     } catch (ConfigException e) {   // not a path, or not a block: not a JDBC plugin this can read
       return Optional.empty();
     }

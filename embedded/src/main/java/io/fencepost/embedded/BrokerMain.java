@@ -25,6 +25,9 @@ final class BrokerMain {
         System.out.println("usage: broker [--dir <path>] [--port <n>] [--topic <name>:<partitions>]...");
         return;
       }
+      if (!List.of("--dir", "--port", "--topic").contains(flag)) {
+        usage("unknown flag [" + flag + "]; accepted: --dir, --port, --topic, --help");
+      }
       if (i + 1 >= args.length) {
         usage("flag " + flag + " needs a value");
       }
@@ -39,7 +42,7 @@ final class BrokerMain {
           }
           topics.add(parts);
         }
-        default -> usage("unknown flag [" + flag + "]; accepted: --dir, --port, --topic");
+        default -> throw new IllegalStateException(flag);
       }
     }
     KafkaBroker broker = dir == null ? KafkaBroker.create() : KafkaBroker.create(dir, port, Map.of());
@@ -80,7 +83,6 @@ final class BrokerMain {
   }
 
   private static void usage(String message) {
-    System.err.println("broker: " + message);
-    System.exit(2);
+    throw new IllegalArgumentException(message);
   }
 }

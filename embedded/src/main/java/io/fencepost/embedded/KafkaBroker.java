@@ -396,6 +396,19 @@ public final class KafkaBroker implements AutoCloseable {
    * Prints {@code BOOTSTRAP=<host:port>} on standard output once ready, for a parent process to read.
    */
   public static void main(String[] args) throws Exception {
+    try {
+      BrokerMain.run(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("broker: " + e.getMessage());
+      System.exit(2);
+    }
+  }
+
+  /**
+   * What {@link #main} runs, for a command line of its own ({@code fencepost broker}): a mistake in
+   * {@code args} throws {@link IllegalArgumentException} naming the flag instead of ending the process.
+   */
+  public static void runCommand(String[] args) throws IOException, InterruptedException {
     BrokerMain.run(args);
   }
 

@@ -172,6 +172,11 @@ public final class Postgres {
     return JournalDatabase.of(urlFor(name), user, password);
   }
 
+  /** Drops a role a test created (after the databases it was granted anything in). */
+  public void dropRole(String role) {
+    execute("DROP ROLE IF EXISTS " + role);
+  }
+
   /** Drops a database created by {@link #createDatabase(String)}, closing its other connections. */
   public void dropDatabase(JournalDatabase db) {
     String name = databaseName(db.jdbcUrl());

@@ -16,9 +16,11 @@ import io.fencepost.OffsetReset;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
 import io.fencepost.errors.JournalLayoutException;
+import io.fencepost.jdbc.JournalAdoption;
 import io.fencepost.jdbc.JournalDatabase;
 import io.fencepost.jdbc.JournalDatabases;
 import io.fencepost.jdbc.JournalMove;
+import io.fencepost.jdbc.internal.JournalIdentities;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -113,13 +115,13 @@ class PostgresIT {
   }
 
   /**
-   * A copy of one of a deployment's databases (a clone, a restore, a database made from it as a
+   * A copy of one of a deployment's databases (a dump restored elsewhere, a database made from it as a
    * template) carries its identity row: beside the original it would take half of the partitions'
    * writes. It is refused (by a node's start, by the tools that read histories, by a move) until the
-   * operator adopts it, the original gone for good.
+   * operator adopts it, offline; from then on the original is refused in its place.
    */
   @Test
-  void aCopyOfADeploymentsDatabaseIsRefusedBesideItsOriginalUntilAdopted() {
+  void aCopyOfADeploymentsDatabaseIsRefusedBesideItsOriginalUntilAdopted() throws Exception {
     JournalDatabase a = Postgres.shared().createDatabase("copy_a");
     JournalDatabase b = Postgres.shared().createDatabase("copy_b");
     JournalDatabase added = Postgres.shared().createDatabase("copy_added");
@@ -136,8 +138,8 @@ class PostgresIT {
       Assertions.assertTrue(refused.startsWith("[ledger] journal databases refused: database 1 of 2 (" + copy.jdbcUrl()
           + ") says it is database 1 of 2 of deployment [ledger], but that identity was recorded in another database "
           + "(system "), refused);
-      Assertions.assertTrue(refused.contains("run `fencepost journal adopt --jdbc-url " + copy.jdbcUrl() + "` once"),
-          refused);
+      Assertions.assertTrue(refused.contains("run `fencepost journal adopt --jdbc-url " + a.jdbcUrl() + " --jdbc-url "
+          + copy.jdbcUrl() + "` once"), refused);
       String read = Assertions.assertThrows(JournalLayoutException.class,
           () -> JournalDatabases.asRecorded(List.of(a, theCopy))).getMessage();
       Assertions.assertTrue(read.contains("it is a copy, a restore or a clone"), read);
@@ -147,16 +149,28 @@ class PostgresIT {
           + "deployment [ledger] but is a copy of the database that recorded it"), moved);
       JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();   // the original still passes
 
-      Postgres.shared().dropDatabase(b);   // gone for good: its restore is adopted
-      Assertions.assertTrue(JournalDatabases.adopt(copy).endsWith(": adopted (recorded in " + refused.split(
-          "recorded in another database \\(")[1].split("; this is ")[0] + ", now " + refused.split("; this is ")[1]
-          .split("\\)")[0] + ")"), "adopt");
+      try (Connection node = copy.connect()) {   // a node still connected: refused, nothing changed
+        String busy = Assertions.assertThrows(JournalLayoutException.class,
+            () -> JournalAdoption.adoptCopies(List.of(a, theCopy), line -> { })).getMessage();
+        Assertions.assertTrue(busy.startsWith("[ledger] refused to adopt while other sessions are connected"), busy);
+      }
+      Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalDatabases.of("ledger", List.of(a, theCopy)).verifyIdentities());
+
+      List<String> lines = new java.util.ArrayList<>();
+      Assertions.assertEquals(List.of(1), JournalAdoption.adoptCopies(List.of(a, copy), lines::add).adopted());
+      Assertions.assertTrue(lines.get(0).startsWith("[ledger] database 1 (" + copy.jdbcUrl() + ") adopted: its "
+          + "identity was recorded in system "), lines.toString());
       JournalDatabases.of("ledger", List.of(a, copy)).verifyIdentities();
       Assertions.assertEquals(2, JournalDatabases.asRecorded(List.of(a, copy)).size());
-      Assertions.assertTrue(JournalDatabases.adopt(copy).endsWith(": nothing to adopt"));
-      String nothing = Assertions.assertThrows(JournalLayoutException.class, () -> JournalDatabases.adopt(added))
-          .getMessage();
-      Assertions.assertTrue(nothing.contains("records no journal identity: nothing to adopt"), nothing);
+      String original = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities()).getMessage();
+      Assertions.assertTrue(original.contains("database 0 lists other databases as the deployment's"), original);
+      Assertions.assertEquals(List.of(), JournalAdoption.adoptCopies(List.of(a, copy), line -> { }).adopted());
+      JournalDatabases.of("ledger", List.of(a, copy)).verifyIdentities();
+      String nothing = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalAdoption.adoptCopies(List.of(a, added), line -> { })).getMessage();
+      Assertions.assertTrue(nothing.contains("database 1 (" + added.jdbcUrl() + ") records no identity"), nothing);
     } finally {
       Postgres.shared().dropDatabase(a);
       Postgres.shared().dropDatabase(b);
@@ -164,6 +178,48 @@ class PostgresIT {
       if (copy != null) {
         Postgres.shared().dropDatabase(copy);
       }
+    }
+  }
+
+  /**
+   * A user that may not call {@code pg_control_system()} reads no place (said at WARN) and never
+   * erases the place a database recorded: the guard against copies stays on for the others.
+   */
+  @Test
+  void aUserThatCannotReadThePlaceNeverErasesARecordedOne() throws Exception {
+    JournalDatabase db = Postgres.shared().createDatabase("place_limited");
+    String role = "limited_" + Long.toHexString(System.nanoTime());
+    try {
+      db.installSchema();
+      JournalDatabases.of("ledger", List.of(db)).verifyIdentities();
+      try (Connection c = db.connect(); Statement st = c.createStatement()) {
+        st.execute("CREATE ROLE " + role + " LOGIN PASSWORD 'limited'");
+        st.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO " + role);
+        st.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO " + role);
+        st.execute("REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC");
+      }
+      // (without the URL's parameters: a user named there would win over this one)
+      JournalDatabase limited = JournalDatabase.of(db.jdbcUrl().split("\\?")[0], role, "limited");
+      String recorded;
+      try (Connection c = db.connect()) {
+        recorded = JournalIdentities.readIfRecorded(c).orElseThrow().place();
+      }
+      Assertions.assertTrue(recorded.startsWith("system "), recorded);
+      try (Connection c = limited.connect()) {
+        Assertions.assertEquals("", JournalIdentities.placeOf(c));
+        JournalIdentities.Recorded seen = JournalIdentities.readIfRecorded(c).orElseThrow();
+        Assertions.assertFalse(seen.copied(), "cannot tell: not refused");
+        c.setAutoCommit(false);
+        JournalIdentities.replace(c, seen.identity(), seen.member(), seen.members());   // as a move does
+        c.commit();
+      }
+      JournalDatabases.of("ledger", List.of(limited)).verifyIdentities();
+      try (Connection c = db.connect()) {
+        Assertions.assertEquals(recorded, JournalIdentities.readIfRecorded(c).orElseThrow().place(), "kept");
+      }
+    } finally {
+      Postgres.shared().dropDatabase(db);
+      Postgres.shared().dropRole(role);
     }
   }
 

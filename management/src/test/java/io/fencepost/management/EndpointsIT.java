@@ -128,6 +128,8 @@ class EndpointsIT {
       Config config = ConfigFactory.parseString("fencepost.management.port = 0\n"
               + "fencepost.management.queries.counts { pipeline = ops, topic = \"" + topic + "\", request = \""
               + CountRequests.class.getName() + "\" }\n"
+              + "fencepost.management.queries.elsewhere { pipeline = ops, topic = not-consumed, request = \""
+              + CountRequests.class.getName() + "\" }\n"
               + "fencepost.pipelines.ops { stall-timeout = 2s, progress-interval = 0s }")
           .withFallback(ClusterNodes.node("ops", 0, List.of()))
           .withFallback(db.pekkoConfig())
@@ -190,7 +192,11 @@ class EndpointsIT {
         assertTrue(refused.body().contains("bad must not be set, was [yes]"), refused.body());
         HttpResponse<String> unknown = get(base + "queries/nope/k");
         assertEquals(404, unknown.statusCode(), unknown.body());
-        assertTrue(unknown.body().contains("no query route [nope]; configured: [counts]"), unknown.body());
+        assertTrue(unknown.body().contains("no query route [nope]; configured: [counts, elsewhere]"), unknown.body());
+        HttpResponse<String> misrouted = get(base + "queries/elsewhere/k");
+        assertEquals(500, misrouted.statusCode(), misrouted.body());
+        assertTrue(misrouted.body().contains("query route [elsewhere] (fencepost.management.queries.elsewhere): [ops] "
+            + "consumes [" + topic + "], not [not-consumed]"), misrouted.body());
 
         // Partition 0's handler blocks: the partition stalls, readiness names it, lag grows.
         Gate.release = new CountDownLatch(1);
@@ -218,6 +224,9 @@ class EndpointsIT {
         assertEquals(500, stopped.statusCode());
         assertTrue(stopped.body().contains("no pipeline runs on this node"), stopped.body());
         assertEquals(200, get(base + "alive").statusCode());
+        HttpResponse<String> elsewhere = get(base + "queries/counts/k");
+        assertEquals(503, elsewhere.statusCode(), "a stopped pipeline's queries go to another node: " + elsewhere.body());
+        assertEquals(Optional.of("1"), elsewhere.headers().firstValue("Retry-After"));
         page = get(base + "metrics").body();
         assertTrue(series(page, "fencepost_partition_lag", topic, 0).isEmpty(), "a partition that left has no gauges: "
             + page);

@@ -13,6 +13,7 @@ import java.util.stream.IntStream;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigUtil;
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
@@ -146,7 +147,10 @@ public final class JournalDatabases {
    * otherwise, so a node never runs with a list that would send a partition to a database without its
    * history). Layer it over the application's config with {@code withFallback}.
    *
-   * <p>One database: exactly {@link JournalDatabase#pekkoConfig()}. Several: each database gets a pool
+   * <p>Either way {@code fencepost.partition-actor.journal-database-urls} lists the URLs just verified,
+   * in order: a pipeline refuses to start when its journal plugin of database {@code i} reaches
+   * another (a layer above this one changed a pool's URL). One database: otherwise exactly
+   * {@link JournalDatabase#pekkoConfig()}. Several: each database gets a pool
    * ({@code pekko-persistence-jdbc.shared-databases.fencepost-db-<i>}) and four plugins of its own,
    * copies of pekko-persistence-jdbc's defaults named by its index ({@code fencepost-journal-<i>},
    * {@code fencepost-snapshot-store-<i>}, {@code fencepost-read-journal-<i>},
@@ -157,8 +161,10 @@ public final class JournalDatabases {
    */
   public Config pekkoConfig() {
     verifyIdentities();
+    Config verified = ConfigFactory.parseString(PartitionActorSettings.VERIFIED_URLS + " = " + databases.stream()
+        .map(db -> ConfigUtil.quoteString(db.jdbcUrl())).collect(Collectors.joining(", ", "[", "]")));
     if (databases.size() == 1) {
-      return databases.get(0).pekkoConfig();
+      return verified.withFallback(databases.get(0).pekkoConfig());
     }
     String placeholder = PartitionActorSettings.DATABASE_PLACEHOLDER;
     Config config = ConfigFactory.parseString(String.join("\n",
@@ -170,7 +176,7 @@ public final class JournalDatabases {
     for (JournalDatabase db : databases) {
       config = config.withFallback(db.pluginsConfig());
     }
-    return config;
+    return verified.withFallback(config);
   }
 
   /**
@@ -339,31 +345,10 @@ public final class JournalDatabases {
             + "a restore or a clone of the deployment's database. Beside its original it would split partitions' "
             + "histories between them. Give the original's URL; or, if the original is gone for good (this is its "
             + "restore from a backup, or its server was upgraded with pg_upgrade), stop every node and run "
-            + "`fencepost journal adopt --jdbc-url " + databases.get(i).jdbcUrl() + "` once, then start them");
+            + "`fencepost journal adopt " + databases.stream().map(db -> "--jdbc-url " + db.jdbcUrl())
+            .collect(Collectors.joining(" ")) + "` once (the deployment's databases in order), then start them");
       }
     }
-  }
-
-  /**
-   * Makes {@code database}, a copy of one of a deployment's databases (a restore from a backup, a
-   * server upgraded with pg_upgrade), that database from now on: {@link #verifyIdentities()} refuses a
-   * copy until then. Only for a copy whose original is gone for good: beside its original, a copy splits
-   * partitions' histories between them. Returns a line saying what changed.
-   *
-   * @throws JournalLayoutException when the database records no identity
-   */
-  public static String adopt(JournalDatabase database) {
-    Optional<Recorded> before = onEach(database, "adopt", JournalIdentities::adopt);
-    if (before.isEmpty()) {
-      throw new JournalLayoutException("[" + database.jdbcUrl() + "] records no journal identity: nothing to adopt "
-          + "(only a copy of a deployment's database, refused at start as one, needs adopting)");
-    }
-    Recorded r = before.get();
-    if (!r.copied()) {
-      return "[" + database.jdbcUrl() + "] " + r + " and was recorded here (" + (r.here().isEmpty()
-          ? "this database cannot tell where it is" : r.here()) + "): nothing to adopt";
-    }
-    return "[" + database.jdbcUrl() + "] " + r + ": adopted (recorded in " + r.place() + ", now " + r.here() + ")";
   }
 
   /** Refuses any list while a move of histories is unfinished: no partition's home is certain then. */

@@ -7,7 +7,11 @@ final class BrokerCommand implements Main.Command {
 
   @Override
   public int run(String[] args) throws Exception {
-    KafkaBroker.main(args);
+    try {
+      KafkaBroker.runCommand(args);
+    } catch (IllegalArgumentException e) {
+      throw new Flags.UsageError("broker: " + e.getMessage());
+    }
     return 0;
   }
 

@@ -4,14 +4,14 @@ import java.util.Arrays;
 import java.util.List;
 
 import io.fencepost.jdbc.JournalDatabase;
-import io.fencepost.jdbc.JournalDatabases;
+import io.fencepost.jdbc.JournalAdoption;
 import io.fencepost.jdbc.JournalMove;
 
 /**
  * {@code fencepost journal move}: adds journal databases to a deployment, offline, moving the
  * histories of the partitions that map to other databases in the longer list ({@link JournalMove};
  * docs/deployment.md, Scaling the journal). {@code fencepost journal adopt}: makes a restored copy of
- * one of the deployment's databases that database ({@link JournalDatabases#adopt}).
+ * one of the deployment's databases that database ({@link JournalAdoption}).
  */
 final class JournalCommand implements Main.Command {
 
@@ -56,14 +56,16 @@ final class JournalCommand implements Main.Command {
 
   /** {@code journal adopt}: each database given is, from now on, the one its identity says it is. */
   private static int adopt(String[] args) {
-    Flags flags = ToolInputs.journalFlags(new Flags("journal adopt"), "a restored copy of one of the deployment's "
-        + "databases, refused at start as a copy, whose original is gone for good (stop every node first)");
+    Flags flags = ToolInputs.journalFlags(new Flags("journal adopt"), "a database of the deployment, the copies "
+        + "refused at start in place of their originals included (only where the original is gone for good; stop "
+        + "every node first)");
     if (!flags.parse(args)) {
       return 0;
     }
-    for (JournalDatabase db : ToolInputs.journals(flags)) {
-      System.out.println(JournalDatabases.adopt(db));
-    }
+    JournalAdoption.adoptCopies(ToolInputs.journals(flags), line -> {
+      System.out.println(line);
+      System.out.flush();
+    });
     return 0;
   }
 

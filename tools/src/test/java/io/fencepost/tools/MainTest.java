@@ -62,4 +62,53 @@ class MainTest {
     assertEquals(2, Main.runReporting(new String[] {"verify", "--verbose", "--no-such-flag"},
         new PrintStream(err, true, StandardCharsets.UTF_8)), "a bad flag, --verbose taken by any command");
   }
+
+  /** Every command: 0 for its help, 2 and one line for a flag it does not take or a database it cannot reach. */
+  @Test
+  void everyCommandEndsWith0ForHelpAnd2WithOneLineForABadFlagOrAnUnreachableDatabase() {
+    List<String[]> commands = List.of(new String[] {"broker"}, new String[] {"ledger"}, new String[] {"demo"},
+        new String[] {"produce"}, new String[] {"verify"}, new String[] {"dlq", "replay"},
+        new String[] {"offsets", "reset"}, new String[] {"journal", "move"}, new String[] {"journal", "adopt"},
+        new String[] {"chaos"}, new String[] {"status"});
+    for (String[] command : commands) {
+      String name = String.join(" ", command);
+      Ended help = call(with(command, "--help"));
+      assertEquals(0, help.code(), name + " --help: " + help.err());
+      Ended bad = call(with(command, "--no-such-flag"));
+      assertEquals(2, bad.code(), name + " --no-such-flag: " + bad.err());
+      assertEquals(1, bad.err().size(), name + ": one line: " + bad.err());
+      assertTrue(bad.err().get(0).contains("unknown flag [--no-such-flag]"), name + ": the flag named: " + bad.err());
+    }
+    Ended away = call("journal", "adopt", "--jdbc-url", "jdbc:postgresql://127.0.0.1:1/x");
+    assertEquals(2, away.code(), away.err().toString());
+    assertEquals(1, away.err().size(), "one line: " + away.err());
+    assertTrue(away.err().get(0).startsWith("fencepost journal failed: ") && away.err().get(0).contains("Connection")
+        && away.err().get(0).endsWith("(--verbose prints the stack trace)"), away.err().get(0));
+  }
+
+  private record Ended(int code, List<String> err) {
+  }
+
+  /** Runs a command line as {@code main} does, with what it prints on standard error (its output dropped). */
+  private static Ended call(String... args) {
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8);
+    PrintStream out = System.out;
+    PrintStream previousErr = System.err;
+    System.setOut(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    System.setErr(errStream);
+    try {
+      int code = Main.runReporting(args, errStream);
+      return new Ended(code, err.toString(StandardCharsets.UTF_8).lines().toList());
+    } finally {
+      System.setOut(out);
+      System.setErr(previousErr);
+    }
+  }
+
+  private static String[] with(String[] command, String flag) {
+    String[] args = java.util.Arrays.copyOf(command, command.length + 1);
+    args[command.length] = flag;
+    return args;
+  }
 }

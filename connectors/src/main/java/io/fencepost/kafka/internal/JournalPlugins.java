@@ -16,6 +16,24 @@ public final class JournalPlugins {
   }
 
   /**
+   * Refuses a journal plugin of database {@code index} that reaches another URL than the one
+   * {@code verified} (the list {@code JournalDatabases.pekkoConfig()} checked, or empty) names for it.
+   */
+  public static void refuseElsewhere(Config config, String pipeline, int index, int count, String journal,
+      List<String> verified) {
+    if (verified.size() != count) {
+      return;   // none verified, or a layer changed journal-databases: the identity read through the plugin says
+    }
+    PluginDatabases.urlOf(config, journal).filter(url -> !url.equals(verified.get(index))).ifPresent(url -> {
+      throw new JournalLayoutException("[" + pipeline + "] refused to start: the journal plugin [" + journal + "] of "
+          + "journal database " + index + " of " + count + " reaches " + url + ", but the list verified at start has "
+          + verified.get(index) + " there: a layer above JournalDatabases.pekkoConfig() (application.conf, a -D "
+          + "option) changed the pool's url. Change the URL in the list the node is given instead; nothing was "
+          + "consumed");
+    });
+  }
+
+  /**
    * Refuses plugins {@code others} (roles {@code what}) of journal database {@code index} of
    * {@code count} that reach another database than its journal plugin {@code journal} (whose identity
    * was read through it): a layer that changed one of them would put the partitions' snapshots, or

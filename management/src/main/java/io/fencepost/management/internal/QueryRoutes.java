@@ -187,6 +187,10 @@ public final class QueryRoutes implements ManagementRouteProvider {
           || cause instanceof java.util.concurrent.TimeoutException) {
         return unavailable(String.valueOf(cause.getMessage()));
       }
+      if (cause instanceof IllegalArgumentException) {   // the route's topic is not the pipeline's, or its query
+        return respond(StatusCodes.INTERNAL_SERVER_ERROR, error("query route [" + name + "] (" + PATH + "."
+            + name + "): " + cause.getMessage()));
+      }
       return respond(StatusCodes.INTERNAL_SERVER_ERROR, error(String.valueOf(cause)));
     });
   }

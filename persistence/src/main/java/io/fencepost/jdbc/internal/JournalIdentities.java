@@ -11,6 +11,8 @@ import java.util.Optional;
 
 import io.fencepost.JournalIdentity;
 import io.fencepost.annotation.InternalApi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * INTERNAL API: the identity each journal database records: which database of which deployment it is.
@@ -36,6 +38,10 @@ public final class JournalIdentities {
   public static final String JOURNAL_ID = JournalIdentity.PERSISTENCE_ID;
   /** Pekko's ByteArraySerializer: the journal entry's payload is the identity's text. */
   private static final int BYTES_SERIALIZER = 4;
+  /** PostgreSQL: the user may not call a function, or the function does not exist. */
+  private static final String INSUFFICIENT_PRIVILEGE = "42501";
+  private static final String UNDEFINED_FUNCTION = "42883";
+  private static final Logger log = LoggerFactory.getLogger(JournalIdentities.class);
   /** A PostgreSQL and H2 unique-key violation. */
   private static final String UNIQUE_VIOLATION = "23505";
 
@@ -169,8 +175,8 @@ public final class JournalIdentities {
     // In place when there is a row: on H2 the journal fence's writers wait on that row's lock, and must
     // find it (with the new place) when the move commits.
     try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET deployment = ?, database_index = ?, "
-        + "database_count = ?, moving = ?, member = ?, members = ?, registrants = ?, claimed_at = ?, place = ? "
-        + "WHERE singleton = 0")) {
+        + "database_count = ?, moving = ?, member = ?, members = ?, registrants = ?, claimed_at = ?, "
+        + "place = CASE WHEN ? = '' THEN place ELSE ? END WHERE singleton = 0")) {
       st.setString(1, identity.deployment());
       st.setInt(2, identity.index());
       st.setInt(3, identity.count());
@@ -179,7 +185,9 @@ public final class JournalIdentities {
       st.setString(6, members);
       st.setInt(7, members.isEmpty() ? 0 : 1);
       st.setString(8, Instant.now().toString());
-      st.setString(9, placeOf(c));
+      String here = placeOf(c);   // "" (cannot tell) never erases a recorded place
+      st.setString(9, here);
+      st.setString(10, here);
       if (st.executeUpdate() > 0) {
         deleteJournalEntry(c);
         insertJournalEntry(c, identity);
@@ -256,9 +264,11 @@ public final class JournalIdentities {
 
   /**
    * Where the database lives, as far as it can tell: on PostgreSQL its server's system identifier
-   * (chosen at initdb, kept by a physical copy of the server, new after a dump restored elsewhere or a
-   * pg_upgrade) and the database's oid (new for a database created from it as a template, or restored
-   * into another database); "" elsewhere (H2), or where the server does not let the user read it.
+   * (chosen at initdb, new after a dump restored elsewhere or a pg_upgrade, but kept by every
+   * physical copy of the server: a base backup, a point-in-time or storage-snapshot restore, a
+   * promoted standby) and the database's oid (new for a database created from it as a template, or
+   * restored into another database by a dump); "" elsewhere (H2), or where the server does not let
+   * the user call {@code pg_control_system()} (said at WARN).
    */
   public static String placeOf(Connection c) throws SQLException {
     if (!"PostgreSQL".equals(c.getMetaData().getDatabaseProductName())) {
@@ -274,24 +284,39 @@ public final class JournalIdentities {
       if (before != null) {
         c.rollback(before);   // a refused function must not abort the caller's transaction
       }
+      if (!INSUFFICIENT_PRIVILEGE.equals(e.getSQLState()) && !UNDEFINED_FUNCTION.equals(e.getSQLState())) {
+        throw e;
+      }
+      log.warn("the journal database cannot tell where it is ({}): a copy of it beside the original will not be "
+          + "refused; GRANT EXECUTE ON FUNCTION pg_control_system() to the journal's user", e.getMessage());
       return "";
     }
   }
 
   /**
-   * Records the database's own place in its identity row: the operator's answer to a refused copy
-   * ({@link Recorded#copied()}) when the original is gone for good (this database is its restore).
-   * Returns what the row recorded before, or empty when the database records no identity.
+   * Makes this database, a copy whose original is gone, the one its identity says, under member id
+   * {@code member} (a new one: the original's id stays the original's, so that the list registered
+   * afterwards refuses it) and at its own place {@code here}.
    */
-  public static Optional<Recorded> adopt(Connection c) throws SQLException {
-    Optional<Recorded> before = readIfRecorded(c);
-    if (before.isPresent()) {
-      try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET place = ? WHERE singleton = 0")) {
-        st.setString(1, before.get().here());
-        st.executeUpdate();
-      }
+  public static void adopt(Connection c, String member, String here) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET member = ?, place = ? "
+        + "WHERE singleton = 0")) {
+      st.setString(1, member);
+      st.setString(2, here);
+      st.executeUpdate();
     }
-    return before;
+  }
+
+  /**
+   * Registers {@code members} as the deployment's list on this database, counted once and never
+   * taken back (an adoption's, like a move's), whatever was registered before.
+   */
+  public static void registerAdopted(Connection c, String members) throws SQLException {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET members = ?, registrants = 1 "
+        + "WHERE singleton = 0")) {
+      st.setString(1, members);
+      st.executeUpdate();
+    }
   }
 
   /** Creates the identity table unless it exists. */
