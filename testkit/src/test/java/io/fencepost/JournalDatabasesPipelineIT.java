@@ -172,6 +172,11 @@ class JournalDatabasesPipelineIT {
     assertRefused(defaultState, "[spread] refused to start: the plugins of journal database 0 of 1 reach different "
         + "databases: the outbox durable-state plugin [jdbc-durable-state-store] reaches " + b.jdbcUrl()
         + ", while [jdbc-journal] reaches " + single.jdbcUrl() + ".", topic);
+    // One database as a list of one: its verified URL is checked too, and a pool whose database cannot be told refused.
+    Config singleJndi = ConfigFactory.parseString("pekko-persistence-jdbc.shared-databases.slick.jndiName = "
+        + "\"java:comp/env/jdbc/ledger\"").withFallback(JournalDatabases.single("single", single).pekkoConfig());
+    assertRefused(singleJndi, "[spread] refused to start: the journal plugin [jdbc-journal] of journal database 0 of 1 "
+        + "names no database this can check against the list verified at start (" + single.jdbcUrl() + ")", topic);
   }
 
   private static void assertRefused(Config journal, String expectedStart, String topic) throws Exception {

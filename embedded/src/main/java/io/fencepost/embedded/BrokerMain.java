@@ -45,7 +45,7 @@ final class BrokerMain {
         default -> throw new IllegalStateException(flag);
       }
     }
-    KafkaBroker broker = dir == null ? KafkaBroker.create() : KafkaBroker.create(dir, port, Map.of());
+    KafkaBroker broker = dir == null ? KafkaBroker.onPort(port) : KafkaBroker.create(dir, port, Map.of());
     Runtime.getRuntime().addShutdownHook(new Thread(broker::close, "broker-shutdown"));
     broker.start();
     for (String[] t : topics) {

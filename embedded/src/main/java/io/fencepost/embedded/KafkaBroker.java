@@ -84,9 +84,17 @@ public final class KafkaBroker implements AutoCloseable {
 
   /** A broker in a fresh temporary directory (deleted on {@link #close()}), on free ports. */
   public static KafkaBroker create() {
+    return onPort(0);
+  }
+
+  /**
+   * A broker on a new temporary directory, deleted on {@link #close()}, whose clients connect on
+   * {@code brokerPort} (0: a free port).
+   */
+  public static KafkaBroker onPort(int brokerPort) {
     try {
       return new KafkaBroker(Files.createTempDirectory("fencepost-kafka-"), true,
-          FreePorts.next(), FreePorts.next(), Map.of());
+          brokerPort == 0 ? FreePorts.next() : brokerPort, FreePorts.next(), Map.of());
     } catch (IOException e) {
       throw new UncheckedIOException("cannot create a temporary directory for the Kafka broker", e);
     }

@@ -182,6 +182,50 @@ class PostgresIT {
   }
 
   /**
+   * Adoption registers a list over the databases' own only when it is theirs: a database of another
+   * deployment of the same name is refused; so is a copy taken while a move was under way (it may lack
+   * histories the move had not copied into it yet).
+   */
+  @Test
+  void adoptionRefusesAnotherDeploymentsDatabaseAndACopyTakenDuringAMove() throws Exception {
+    JournalDatabase a = Postgres.shared().createDatabase("adopt_a");
+    JournalDatabase b = Postgres.shared().createDatabase("adopt_b");
+    JournalDatabase stagingA = Postgres.shared().createDatabase("adopt_staging_a");
+    JournalDatabase stagingB = Postgres.shared().createDatabase("adopt_staging_b");
+    JournalDatabase copy = null;
+    try {
+      for (JournalDatabase db : List.of(a, b, stagingA, stagingB)) {
+        db.installSchema();
+      }
+      JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();
+      JournalDatabases.of("ledger", List.of(stagingA, stagingB)).verifyIdentities();
+      String mixed = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalAdoption.adoptCopies(List.of(a, stagingB), line -> { })).getMessage();
+      Assertions.assertTrue(mixed.startsWith("[ledger] refused to adopt: database 0 (" + a.jdbcUrl() + ") lists other "
+          + "databases as the deployment's than these"), mixed);
+      JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities();   // nothing changed
+      JournalDatabases.of("ledger", List.of(stagingA, stagingB)).verifyIdentities();
+
+      try (Connection c = b.connect(); Statement st = c.createStatement()) {
+        st.execute("UPDATE fencepost_journal_identity SET moving = 1");   // as a move marks it
+      }
+      copy = Postgres.shared().copyDatabase(b, "adopt_moving_copy");
+      JournalDatabase theCopy = copy;
+      String moving = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalAdoption.adoptCopies(List.of(a, theCopy), line -> { })).getMessage();
+      Assertions.assertTrue(moving.startsWith("[ledger] refused to adopt database 1 (" + copy.jdbcUrl() + "): a copy "
+          + "taken while a move of histories was under way"), moving);
+    } finally {
+      for (JournalDatabase db : List.of(a, b, stagingA, stagingB)) {
+        Postgres.shared().dropDatabase(db);
+      }
+      if (copy != null) {
+        Postgres.shared().dropDatabase(copy);
+      }
+    }
+  }
+
+  /**
    * A user that may not call {@code pg_control_system()} reads no place (said at WARN) and never
    * erases the place a database recorded: the guard against copies stays on for the others.
    */

@@ -37,6 +37,36 @@ public final class JournalAdoption {
   }
 
   /**
+   * Refuses to register the list {@code members} over a list that is not this deployment's: every
+   * database's registered list must be empty, or name at each place the member id that database
+   * has, had as a copy, or will have once adopted. Another deployment's database given by mistake
+   * (a staging database of the same name) is refused, not registered into this one.
+   */
+  private static void refuseOtherLists(String deployment, List<JournalDatabase> databases, List<Recorded> found,
+      List<String> members) {
+    int n = databases.size();
+    for (int j = 0; j < n; j++) {
+      String registered = found.get(j).members();
+      if (registered.isEmpty()) {
+        continue;
+      }
+      String[] ids = registered.split(",", -1);
+      boolean ours = ids.length == n;
+      for (int k = 0; ours && k < n; k++) {
+        Recorded r = found.get(k);
+        ours = ids[k].equals(members.get(k)) || (r.copied() && ids[k].equals(r.member()))
+            || (!r.adoptedFrom().isEmpty() && ids[k].equals(r.adoptedFrom()));
+      }
+      if (!ours) {
+        throw new JournalLayoutException("[" + deployment + "] refused to adopt: database " + j + " ("
+            + databases.get(j).jdbcUrl() + ") lists other databases as the deployment's than these (is one of them "
+            + "another deployment's, or out of place?). Give the deployment's databases in order, the copies in "
+            + "their originals' places; nothing was changed");
+      }
+    }
+  }
+
+  /**
    * Adopts the copies among {@code databases} (the deployment's, in order); {@code progress} gets a
    * line per database changed.
    *
@@ -85,19 +115,31 @@ public final class JournalAdoption {
             + "node runs, or another tool): " + String.join("; ", busy) + ". Stop every node of the deployment, then "
             + "run it again; nothing was changed");
       }
-      List<Integer> adopted = new ArrayList<>();
+      List<String> moving = new ArrayList<>();
       List<String> members = new ArrayList<>();
       for (int i = 0; i < databases.size(); i++) {
         Recorded r = found.get(i);
+        if (r.copied() && r.identity().moving()) {
+          moving.add("database " + i + " (" + databases.get(i).jdbcUrl() + ")");
+        }
+        members.add(r.copied() ? UUID.randomUUID().toString() : r.member());
+      }
+      if (!moving.isEmpty()) {
+        throw new JournalLayoutException("[" + deployment + "] refused to adopt " + String.join(", ", moving)
+            + ": a copy taken while a move of histories was under way may lack histories the move had not yet "
+            + "copied into it, and the move, run again, would not copy them from databases that already gave them "
+            + "up. Restore a backup taken before the move began (with the list of then) or after it ended; "
+            + "nothing was changed");
+      }
+      refuseOtherLists(deployment, databases, found, members);
+      List<Integer> adopted = new ArrayList<>();
+      for (int i = 0; i < databases.size(); i++) {
+        Recorded r = found.get(i);
         if (r.copied()) {
-          String member = UUID.randomUUID().toString();
-          JournalIdentities.adopt(connections.get(i), member, r.here());
+          JournalIdentities.adopt(connections.get(i), members.get(i), r.here());
           adopted.add(i);
-          members.add(member);
           progress.accept("[" + deployment + "] database " + i + " (" + databases.get(i).jdbcUrl() + ") adopted: "
               + "its identity was recorded in " + r.place() + ", this is " + r.here());
-        } else {
-          members.add(r.member());
         }
       }
       // Registered again on every database, also when no copy was left (an interrupted run finishes here).
@@ -106,7 +148,13 @@ public final class JournalAdoption {
         JournalIdentities.registerAdopted(c, list);
       }
       progress.accept("[" + deployment + "] " + databases.size() + " database(s) registered as the deployment's list"
-          + (adopted.isEmpty() ? " (no copy among them)" : "; a database not in it is refused from now on"));
+          + (adopted.isEmpty() ? " (no copy among them)" : "; a database not in it is refused from now on where "
+          + "it shares a database with this list"));
+      if (found.stream().allMatch(r -> r.copied() || !r.adoptedFrom().isEmpty())) {
+        progress.accept("[" + deployment + "] every database of the list is a copy: nothing they record refuses "
+            + "their originals, which share no database with this list. Make sure no node is given the originals "
+            + "again: drop them, or take the journal's user's access to them away");
+      }
       return new Report(List.copyOf(adopted));
     } catch (SQLException e) {
       throw new IllegalStateException("the adoption failed: " + e.getMessage() + "; run it again to finish it", e);

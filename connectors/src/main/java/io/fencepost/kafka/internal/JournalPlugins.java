@@ -24,6 +24,12 @@ public final class JournalPlugins {
     if (verified.size() != count) {
       return;   // none verified, or a layer changed journal-databases: the identity read through the plugin says
     }
+    if (PluginDatabases.urlOf(config, journal).isEmpty()) {
+      throw new JournalLayoutException("[" + pipeline + "] refused to start: the journal plugin [" + journal + "] of "
+          + "journal database " + index + " of " + count + " names no database this can check against the list "
+          + "verified at start (" + verified.get(index) + "): a layer above JournalDatabases.pekkoConfig() gave its "
+          + "pool a JNDI name or a data source class. Let the pool keep the URL the list gives; nothing was consumed");
+    }
     PluginDatabases.urlOf(config, journal).filter(url -> !url.equals(verified.get(index))).ifPresent(url -> {
       throw new JournalLayoutException("[" + pipeline + "] refused to start: the journal plugin [" + journal + "] of "
           + "journal database " + index + " of " + count + " reaches " + url + ", but the list verified at start has "

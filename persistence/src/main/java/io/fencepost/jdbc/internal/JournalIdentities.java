@@ -46,11 +46,13 @@ public final class JournalIdentities {
   private static final String UNIQUE_VIOLATION = "23505";
 
   /**
-   * What a database records: its identity, its member id, the member ids of its list (or ""), and
-   * the place the identity was recorded in ({@link #placeOf}, "" where the database cannot tell),
-   * with {@code here}, the place of the database it was read from.
+   * What a database records: its identity, its member id, the member ids of its list (or ""), the
+   * place the identity was recorded in ({@link #placeOf}, "" where the database cannot tell), and the
+   * member id it had as a copy before it was adopted (""), with {@code here}, the place of the
+   * database it was read from.
    */
-  public record Recorded(JournalIdentity identity, String member, String members, String place, String here) {
+  public record Recorded(JournalIdentity identity, String member, String members, String place, String adoptedFrom,
+      String here) {
 
     /**
      * Whether the identity was recorded in another database than the one it was read from: this one
@@ -296,11 +298,12 @@ public final class JournalIdentities {
   /**
    * Makes this database, a copy whose original is gone, the one its identity says, under member id
    * {@code member} (a new one: the original's id stays the original's, so that the list registered
-   * afterwards refuses it) and at its own place {@code here}.
+   * afterwards refuses it) and at its own place {@code here}; the id it had is kept as the one it was
+   * adopted from.
    */
   public static void adopt(Connection c, String member, String here) throws SQLException {
-    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET member = ?, place = ? "
-        + "WHERE singleton = 0")) {
+    try (PreparedStatement st = c.prepareStatement("UPDATE " + TABLE + " SET adopted_from = member, member = ?, "
+        + "place = ? WHERE singleton = 0")) {
       st.setString(1, member);
       st.setString(2, here);
       st.executeUpdate();
@@ -324,19 +327,21 @@ public final class JournalIdentities {
     SqlScripts.createTable(c, TABLE, "CREATE TABLE IF NOT EXISTS " + TABLE + " (singleton INT NOT NULL PRIMARY KEY "
         + "CHECK (singleton = 0), deployment VARCHAR(" + MAX_DEPLOYMENT_LENGTH + ") NOT NULL, database_index INT NOT "
         + "NULL, database_count INT NOT NULL, moving INT NOT NULL, member VARCHAR(36) NOT NULL, members VARCHAR(4000), "
-        + "registrants INT DEFAULT 0 NOT NULL, claimed_at VARCHAR(64) NOT NULL, place VARCHAR(100) DEFAULT '' NOT NULL)");
+        + "registrants INT DEFAULT 0 NOT NULL, claimed_at VARCHAR(64) NOT NULL, place VARCHAR(100) DEFAULT '' NOT NULL, "
+        + "adopted_from VARCHAR(36) DEFAULT '' NOT NULL)");
   }
 
   private static Optional<Recorded> readRow(Connection c) throws SQLException {
     String here = placeOf(c);
     try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT deployment, database_index, "
-        + "database_count, moving, member, members, place FROM " + TABLE + " WHERE singleton = 0")) {
+        + "database_count, moving, member, members, place, adopted_from FROM " + TABLE + " WHERE singleton = 0")) {
       if (!rs.next()) {
         return Optional.empty();
       }
       JournalIdentity id = new JournalIdentity(rs.getString(1), rs.getInt(2), rs.getInt(3), rs.getInt(4) != 0);
       String members = rs.getString(6);
-      return Optional.of(new Recorded(id, rs.getString(5), members == null ? "" : members, rs.getString(7), here));
+      return Optional.of(new Recorded(id, rs.getString(5), members == null ? "" : members, rs.getString(7),
+          rs.getString(8), here));
     }
   }
 }
