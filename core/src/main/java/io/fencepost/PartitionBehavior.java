@@ -22,6 +22,7 @@ import io.fencepost.internal.writepath.BatchIntake;
 import io.fencepost.internal.writepath.BatchSelector;
 import io.fencepost.internal.writepath.ExactlyOnceFold;
 import io.fencepost.internal.writepath.ExternalCalls;
+import io.fencepost.internal.writepath.PartitionFailures;
 import io.fencepost.internal.writepath.PendingWrite;
 import io.fencepost.internal.writepath.RecoveryChecks;
 import io.fencepost.internal.writepath.SelfMessages;
@@ -97,7 +98,8 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
     this.snapshots = new SnapshotWriter(ctx.getSystem(), settings.snapshotPluginId(partition), partition.persistenceId(),
         partition.shortName(), settings.snapshotEvery(), settings.keepSnapshots(), ctx.getLog(),
         metrics::snapshotFailed);
-    this.windowReads = new WindowReads(partition, settings, snapshots, metrics, ctx.getLog());
+    PartitionFailures failures = PartitionFailures.get(ctx.getSystem());
+    this.windowReads = new WindowReads(partition, settings, snapshots, metrics, failures, ctx.getLog());
     this.standing = new Standing(partition, metrics, ctx.getLog());
     this.intake = new BatchIntake<>(partition, settings, handlers, metrics, ctx.getLog());
     this.calls = new ExternalCalls(ctx.getSystem(), this, ctx.getLog(), partition, settings);
@@ -106,7 +108,7 @@ final class PartitionBehavior<V, S, E> extends EventSourcedBehavior<PartitionCom
         this, metrics, clock, this::afterWrite, this::publishSettled, ctx.getLog());
     this.verdicts = new WriteVerdicts<>(partition, incarnation, pending, standing, atMostOnce, this, metrics,
         SerializationExtension.get(Adapter.toClassic(ctx.getSystem())), ctx.getLog());
-    this.recovery = new RecoveryChecks<>(partition, settings, handlers, standing, metrics, ctx.getLog());
+    this.recovery = new RecoveryChecks<>(partition, settings, handlers, standing, metrics, failures, ctx.getLog());
     this.views = views;
   }
 

@@ -28,6 +28,7 @@ public final class RecoveryChecks<V, S, E> {
   private final UserHandlers<V, S, E> handlers;
   private final Standing standing;
   private final PartitionMetrics metrics;
+  private final PartitionFailures failures;
   private final Logger log;
   private final long startedNanos = System.nanoTime();
   private int gaps;
@@ -39,8 +40,9 @@ public final class RecoveryChecks<V, S, E> {
   private WindowImage snapshotWindow;
 
   public RecoveryChecks(PartitionId partition, PartitionActorSettings settings, UserHandlers<V, S, E> handlers,
-      Standing standing, PartitionMetrics metrics, Logger log) {
+      Standing standing, PartitionMetrics metrics, PartitionFailures failures, Logger log) {
     this.partition = partition;
+    this.failures = failures;
     this.settings = settings;
     this.handlers = handlers;
     this.standing = standing;
@@ -170,7 +172,7 @@ public final class RecoveryChecks<V, S, E> {
         + "consumed on this node until a version that reads it runs: bind a serializer for its class in "
         + "pekko.actor.serialization-bindings, add a Jackson migration for a changed event class, or roll back. "
         + "Retrying with backoff";
-    if (RecoveryFailures.errorDue(partition.persistenceId())) {
+    if (failures.errorDue(partition.persistenceId())) {
       log.error(message);
     } else {
       log.warn(message);
@@ -183,6 +185,7 @@ public final class RecoveryChecks<V, S, E> {
    */
   public void completed(PartitionState<S> state, long sequenceNr) {
     gaps = 0;
+    failures.recovered(partition.persistenceId());
     if (logged) {
       return;
     }

@@ -5,21 +5,16 @@ import java.io.NotSerializableException;
 import java.io.ObjectStreamException;
 import java.sql.SQLException;
 import java.util.HashSet;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
  * Tells a recovery that can never succeed (a journal entry or snapshot that cannot be deserialized)
- * from one that fails while the database is away, and rate-limits the ERROR of the first kind: a
- * partition actor restarts with backoff after each failed recovery, as a new instance.
+ * from one that fails while the database is away ({@link PartitionFailures} rate-limits the ERROR
+ * of the first kind: a partition actor restarts with backoff after each failed recovery, as a new
+ * instance).
  */
 final class RecoveryFailures {
-
-  private static final long ERROR_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
-  private static final Map<String, Long> lastError = new ConcurrentHashMap<>();
 
   private RecoveryFailures() {
   }
@@ -57,16 +52,5 @@ final class RecoveryFailures {
         || type.startsWith("net.jpountz.lz4.")
         || t instanceof IllegalArgumentException
         || (t instanceof IllegalStateException && message.contains("Migration version"));
-  }
-
-  /** Whether this partition's ERROR is due (at most one a minute), recording it if so. */
-  static boolean errorDue(String persistenceId) {
-    long now = System.nanoTime();
-    Long last = lastError.get(persistenceId);
-    if (last != null && now - last < ERROR_EVERY_NANOS) {
-      return false;
-    }
-    lastError.put(persistenceId, now);
-    return true;
   }
 }

@@ -3,11 +3,9 @@ package io.fencepost.internal.writepath;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 
 import io.fencepost.PartitionActorSettings;
 import io.fencepost.PartitionId;
@@ -40,8 +38,6 @@ public final class WindowReads {
 
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(60);
   private static final int WARNINGS_BEFORE_ERROR = 2;
-  // Failed reads in a row per persistence id: each failure ends the incarnation that counted it.
-  private static final Map<String, Integer> failuresInARow = new ConcurrentHashMap<>();
 
   /** What became of a read. */
   public enum Outcome {
@@ -58,11 +54,14 @@ public final class WindowReads {
   private final SnapshotWriter snapshots;
   private final WindowSegments segments;
   private final PartitionMetrics metrics;
+  // Failed reads in a row per partition: each failure ends the incarnation that counted it.
+  private final PartitionFailures failures;
   private final Logger log;
 
   public WindowReads(PartitionId partition, PartitionActorSettings settings, SnapshotWriter snapshots,
-      PartitionMetrics metrics, Logger log) {
+      PartitionMetrics metrics, PartitionFailures failures, Logger log) {
     this.partition = partition;
+    this.failures = failures;
     this.settings = settings;
     this.snapshots = snapshots;
     this.segments = snapshots.segments();
@@ -142,7 +141,7 @@ public final class WindowReads {
     if (failure == null) {
       try {
         KeyWindow w = image.restore(segments);
-        failuresInARow.remove(partition.persistenceId());
+        failures.windowRead(partition.persistenceId());
         log.info("[{}] key window of {} keys read from {} segments in {} ms", partition.shortName(), w.size(),
             segments.size(), (System.nanoTime() - startedNanos) / 1_000_000);
         return w;
@@ -152,15 +151,15 @@ public final class WindowReads {
     }
     Throwable cause = failure instanceof CompletionException && failure.getCause() != null
         ? failure.getCause() : failure;
-    int failures = failuresInARow.merge(partition.persistenceId(), 1, Integer::sum);
+    int failed = failures.windowReadFailed(partition.persistenceId());
     String message = "[" + partition.shortName() + "] the key window of the snapshot recovered from cannot be read ("
         + cause.getMessage() + "); this incarnation stops without consuming and the next recovers from the "
-        + "newest snapshot (failure " + failures + " in a row)";
-    if (failures <= WARNINGS_BEFORE_ERROR) {
+        + "newest snapshot (failure " + failed + " in a row)";
+    if (failed <= WARNINGS_BEFORE_ERROR) {
       log.warn(message);
     } else {
       metrics.halted("window-unreadable");
-      if (RecoveryFailures.errorDue(partition.persistenceId())) {
+      if (failures.errorDue(partition.persistenceId())) {
         log.error(message + ". Nothing of this partition is consumed on this node until its segments (persistence "
             + "id [" + WindowSegment.persistenceIdOf(partition.persistenceId()) + "] in the snapshot store) can be "
             + "read: check the snapshot store's database, and restore those rows from a backup if they were "
