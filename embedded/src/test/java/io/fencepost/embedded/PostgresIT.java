@@ -166,6 +166,10 @@ class PostgresIT {
       String original = Assertions.assertThrows(JournalLayoutException.class,
           () -> JournalDatabases.of("ledger", List.of(a, b)).verifyIdentities()).getMessage();
       Assertions.assertTrue(original.contains("database 0 lists other databases as the deployment's"), original);
+      String moveOriginal = Assertions.assertThrows(JournalLayoutException.class,
+          () -> JournalMove.addDatabases("ledger", List.of(a, b), List.of(added), line -> { })).getMessage();
+      Assertions.assertTrue(moveOriginal.contains("database 0 (" + a.jdbcUrl() + ") lists other databases as the "
+          + "deployment's (give the databases the nodes run on"), moveOriginal);
       Assertions.assertEquals(List.of(), JournalAdoption.adoptCopies(List.of(a, copy), line -> { }).adopted());
       JournalDatabases.of("ledger", List.of(a, copy)).verifyIdentities();
       String nothing = Assertions.assertThrows(JournalLayoutException.class,

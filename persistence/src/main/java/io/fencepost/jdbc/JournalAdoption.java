@@ -37,31 +37,31 @@ public final class JournalAdoption {
   }
 
   /**
-   * Refuses to register the list {@code members} over a list that is not this deployment's: every
-   * database's registered list must be empty, or name at each place the member id that database
-   * has, had as a copy, or will have once adopted. Another deployment's database given by mistake
-   * (a staging database of the same name) is refused, not registered into this one.
+   * Refuses to register the list {@code members} over a list that is not this deployment's. The lists
+   * registered on the databases that are not copies and not being moved (a copy's, or a moving
+   * database's, is stale and registered anew) must name, at the place of each database that is not a
+   * copy, the member id it has or was adopted from. Another deployment's database given by mistake (a
+   * staging database of the same name) is refused, not registered into this one.
    */
-  private static void refuseOtherLists(String deployment, List<JournalDatabase> databases, List<Recorded> found,
-      List<String> members) {
+  private static void refuseOtherLists(String deployment, List<JournalDatabase> databases, List<Recorded> found) {
     int n = databases.size();
     for (int j = 0; j < n; j++) {
-      String registered = found.get(j).members();
-      if (registered.isEmpty()) {
+      Recorded holder = found.get(j);
+      String registered = holder.members();
+      if (registered.isEmpty() || holder.copied() || holder.identity().moving()) {
         continue;
       }
       String[] ids = registered.split(",", -1);
       boolean ours = ids.length == n;
       for (int k = 0; ours && k < n; k++) {
         Recorded r = found.get(k);
-        ours = ids[k].equals(members.get(k)) || (r.copied() && ids[k].equals(r.member()))
-            || (!r.adoptedFrom().isEmpty() && ids[k].equals(r.adoptedFrom()));
+        ours = r.copied() || ids[k].equals(r.member()) || (!r.adoptedFrom().isEmpty() && ids[k].equals(r.adoptedFrom()));
       }
       if (!ours) {
         throw new JournalLayoutException("[" + deployment + "] refused to adopt: database " + j + " ("
             + databases.get(j).jdbcUrl() + ") lists other databases as the deployment's than these (is one of them "
-            + "another deployment's, or out of place?). Give the deployment's databases in order, the copies in "
-            + "their originals' places; nothing was changed");
+            + "another deployment's?). Give the deployment's databases in order, the copies in their originals' "
+            + "places; nothing was changed");
       }
     }
   }
@@ -131,7 +131,7 @@ public final class JournalAdoption {
             + "up. Restore a backup taken before the move began (with the list of then) or after it ended; "
             + "nothing was changed");
       }
-      refuseOtherLists(deployment, databases, found, members);
+      refuseOtherLists(deployment, databases, found);
       List<Integer> adopted = new ArrayList<>();
       for (int i = 0; i < databases.size(); i++) {
         Recorded r = found.get(i);
@@ -150,7 +150,7 @@ public final class JournalAdoption {
       progress.accept("[" + deployment + "] " + databases.size() + " database(s) registered as the deployment's list"
           + (adopted.isEmpty() ? " (no copy among them)" : "; a database not in it is refused from now on where "
           + "it shares a database with this list"));
-      if (found.stream().allMatch(r -> r.copied() || !r.adoptedFrom().isEmpty())) {
+      if (adopted.size() == databases.size()) {
         progress.accept("[" + deployment + "] every database of the list is a copy: nothing they record refuses "
             + "their originals, which share no database with this list. Make sure no node is given the originals "
             + "again: drop them, or take the journal's user's access to them away");

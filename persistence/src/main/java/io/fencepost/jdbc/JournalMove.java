@@ -10,6 +10,7 @@ import java.util.Optional;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.Consumer;
+import java.util.stream.Collectors;
 
 import io.fencepost.JournalIdentity;
 import io.fencepost.PartitionId;
@@ -236,6 +237,18 @@ public final class JournalMove {
         wrong.add("database " + i + " (" + target.get(i).jdbcUrl() + ") "
             + id.map(JournalIdentity::toString).orElse(i < current.size() ? "records no identity"
                 : "records no identity but holds journal entries (an added database must be empty)"));
+      }
+    }
+    // A fresh move: every current database registers the current list (an original that came back after
+    // its copy was adopted does not).
+    String listed = found.subList(0, current.size()).stream().map(r -> r.map(Recorded::member).orElse("?"))
+        .collect(Collectors.joining(","));
+    for (int i = 0; i < current.size(); i++) {
+      Optional<Recorded> r = found.get(i);
+      if (r.isPresent() && r.get().identity().equals(new JournalIdentity(deployment, i, current.size()))
+          && !r.get().members().isEmpty() && !r.get().members().equals(listed)) {
+        wrong.add("database " + i + " (" + target.get(i).jdbcUrl() + ") lists other databases as the deployment's "
+            + "(give the databases the nodes run on: one of these may be an original whose copy was adopted)");
       }
     }
     if (!wrong.isEmpty()) {
