@@ -20,8 +20,10 @@ import io.fencepost.jdbc.internal.JournalIdentities.Recorded;
  * which every start refuses until then ({@link JournalDatabases#verifyIdentities()}): each copy in the
  * list becomes the database its identity says, under a member id of its own, and the list is
  * registered again on every database, so the original (which keeps the old member id) is refused
- * beside it from then on. Offline: refused while any other session is connected to one of the
- * databases. Running it again after an interruption finishes it.
+ * beside it from then on wherever it shares a database with the list (when every database is a
+ * copy, nothing can refuse the originals: a progress line says so). Refused while any other session
+ * is connected to one of the databases, when a database lists another deployment's databases, and
+ * for a copy taken while a move was under way. Running it again after an interruption finishes it.
  *
  * <p>Only for a copy whose original is gone for good: the copy holds the histories as they were when
  * it was taken, so its partitions recover from there (a restore older than the lost original applies
@@ -103,13 +105,7 @@ public final class JournalAdoption {
             + "databases in the order it uses them, each recording its place; nothing was changed");
       }
       String deployment = found.get(0).identity().deployment();
-      List<String> busy = new ArrayList<>();
-      for (int i = 0; i < databases.size(); i++) {
-        int others = HistoryRows.otherSessions(connections.get(i));
-        if (others > 0) {
-          busy.add(databases.get(i).jdbcUrl() + " has " + others + " other session(s)");
-        }
-      }
+      List<String> busy = HistoryRows.busy(connections, databases.stream().map(JournalDatabase::jdbcUrl).toList());
       if (!busy.isEmpty()) {
         throw new JournalLayoutException("[" + deployment + "] refused to adopt while other sessions are connected (a "
             + "node runs, or another tool): " + String.join("; ", busy) + ". Stop every node of the deployment, then "

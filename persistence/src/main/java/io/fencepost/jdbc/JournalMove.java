@@ -197,13 +197,7 @@ public final class JournalMove {
 
   /** No other session on any database: no node runs (its pool would hold connections). */
   private void refuseUnlessOffline(List<Connection> connections) throws SQLException {
-    List<String> busy = new ArrayList<>();
-    for (int i = 0; i < target.size(); i++) {
-      int others = HistoryRows.otherSessions(connections.get(i));
-      if (others > 0) {
-        busy.add(target.get(i).jdbcUrl() + " has " + others + " other session(s)");
-      }
-    }
+    List<String> busy = HistoryRows.busy(connections, target.stream().map(JournalDatabase::jdbcUrl).toList());
     if (!busy.isEmpty()) {
       throw new JournalLayoutException("[" + deployment + "] refused to move histories while other sessions are "
           + "connected (a node runs, or another tool): " + String.join("; ", busy) + ". Stop every node of the "

@@ -229,6 +229,22 @@ public final class HistoryRows {
     }
   }
 
+  /**
+   * "{@code <url>} has N other session(s)" for each database of {@code connections} (whose URLs are
+   * {@code urls}, in the same order) that has sessions besides the given connection: a node runs, or
+   * another tool.
+   */
+  public static List<String> busy(List<Connection> connections, List<String> urls) throws SQLException {
+    List<String> busy = new ArrayList<>();
+    for (int i = 0; i < connections.size(); i++) {
+      int others = otherSessions(connections.get(i));
+      if (others > 0) {
+        busy.add(urls.get(i) + " has " + others + " other session(s)");
+      }
+    }
+    return busy;
+  }
+
   /** Sessions connected to this database other than {@code c}'s own. */
   public static int otherSessions(Connection c) throws SQLException {
     String sql = postgres(c)
